@@ -1,0 +1,45 @@
+"""What a training objective is: its samples, its mini-batches, and its loss.
+
+Objectives are registered by name in :data:`srdiv.registry.OBJECTIVES` and
+chosen per model in ``params.yaml``. The trainer moves the whole training
+bundle to the device once (``data``: a dict of tensors, see
+:meth:`srdiv.features.bundle.Bundle.to_torch`) and then, every epoch, asks the
+objective for mini-batches that index into it.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterator
+
+import numpy as np
+import torch
+
+from srdiv.features.bundle import Bundle
+from srdiv.models.base import Batch, DiversityModel
+
+
+class Objective:
+    """Base class: subclasses implement the three steps below."""
+
+    def __init__(self, **params: Any):
+        self.params = params
+
+    def prepare(self, bundle: Bundle, rng: np.random.Generator) -> Any:
+        """Precompute what training needs from the training queries (e.g. samples)."""
+        return None
+
+    def batches(self, prepared: Any, n_queries: int, batch_size: int, rng: np.random.Generator) -> Iterator[Any]:
+        """Yield one epoch of mini-batches (by default: shuffled query-row index arrays)."""
+        rows = rng.permutation(n_queries)
+        for start in range(0, n_queries, batch_size):
+            yield rows[start:start + batch_size]
+
+    def loss(self, model: DiversityModel, data: Batch, minibatch: Any) -> torch.Tensor:
+        """A scalar loss to minimise for one mini-batch."""
+        raise NotImplementedError
+
+
+def take(data: Batch, rows: torch.Tensor | np.ndarray) -> Batch:
+    """The batch restricted to query ``rows`` (indices into axis 0)."""
+    rows = torch.as_tensor(rows, device=data["doc_mask"].device)
+    return {k: v.index_select(0, rows) for k, v in data.items()}
