@@ -1,0 +1,1 @@
+"""Paper-style tables, plots and the results README built from ``metrics.parquet``."""

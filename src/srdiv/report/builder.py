@@ -1,0 +1,223 @@
+"""``srdiv report``: every table, plot and the results README of one dataset."""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+import platform
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+
+from srdiv.io import InputError, read_parquet, write_text
+from srdiv.report import plots
+from srdiv.report.tables import Table, per_position_table, results_table
+
+GROUP_TITLES = {
+    "initial": "Initial ranking",
+    "unsupervised": "Unsupervised",
+    "implicit": "Supervised implicit",
+    "explicit": "Supervised explicit",
+}
+MAIN_MEASURES = ["ERR_IA@20", "alpha_nDCG@20", "NRBP", "P_IA@20", "StRecall@20"]
+CUTOFF_MEASURES = ["ERR_IA@5", "ERR_IA@10", "alpha_nDCG@5", "alpha_nDCG@10", "StRecall@5", "StRecall@10"]
+POSITION_MEASURES = ["ERR_IA@5", "ERR_IA@10", "ERR_IA@20", "alpha_nDCG@5", "alpha_nDCG@10", "alpha_nDCG@20"]
+
+
+@dataclass
+class RunSpec:
+    """One row of the tables: a ``params.yaml`` model entry."""
+
+    key: str
+    model: str
+    variant: str
+    group: str
+
+    @property
+    def label(self) -> str:
+        return self.model if not self.variant else f"{self.model} ({self.variant})"
+
+
+@dataclass
+class ReportConfig:
+    """The ``report`` section of params.yaml, with defaults."""
+
+    reference: str | None = None
+    alpha: float = 0.05
+    holm: bool = False
+    main_measures: list[str] = field(default_factory=lambda: list(MAIN_MEASURES))
+    cutoff_measures: list[str] = field(default_factory=lambda: list(CUTOFF_MEASURES))
+    ablations: dict[str, dict] = field(default_factory=dict)
+    per_position: dict | None = None
+
+    @classmethod
+    def from_params(cls, params: dict) -> "ReportConfig":
+        section = dict(params.get("report") or {})
+        return cls(**section)
+
+
+def run_specs(params: dict) -> list[RunSpec]:
+    """Rows in params order, grouped as the papers group methods."""
+    specs = []
+    for key, entry in (params.get("models") or {}).items():
+        model = entry.get("variant_of", key)
+        specs.append(RunSpec(key, model, entry.get("variant", ""), entry.get("group", "")))
+    order = list(GROUP_TITLES)
+    return sorted(specs, key=lambda s: order.index(s.group) if s.group in order else len(order))
+
+
+def with_run_labels(metrics: pd.DataFrame) -> pd.DataFrame:
+    """Add the ``run`` label column (``model`` or ``model (variant)``) to a metrics frame."""
+    run = metrics["model"].where(metrics["variant"].fillna("") == "",
+                                 metrics["model"] + " (" + metrics["variant"].fillna("") + ")")
+    return metrics.assign(run=run)
+
+
+def build_tables(metrics: pd.DataFrame, params: dict) -> dict[str, Table]:
+    """Every table, keyed by file stem (``main``, ``cutoffs``, ``ablation-<name>``, ``per-position``)."""
+    cfg = ReportConfig.from_params(params)
+    metrics = with_run_labels(metrics)
+    specs = run_specs(params)
+    main = [s for s in specs if not s.variant]
+    tables = {
+        "main": results_table(metrics, [s.label for s in main], [GROUP_TITLES.get(s.group, s.group) for s in main],
+                              cfg.main_measures, "Performance of all approaches (test folds' union)",
+                              cfg.reference, cfg.alpha, cfg.holm),
+        "cutoffs": results_table(metrics, [s.label for s in main],
+                                 [GROUP_TITLES.get(s.group, s.group) for s in main], cfg.cutoff_measures,
+                                 "Performance at cut-offs 5 and 10", cfg.reference, cfg.alpha, cfg.holm),
+    }
+    labels = {s.key: s.label for s in specs}
+    for name, spec in cfg.ablations.items():
+        rows = [labels.get(k, k) for k in spec["runs"]]
+        ref = labels.get(spec.get("reference"), spec.get("reference"))
+        tables[f"ablation-{name}"] = results_table(metrics, rows, [""] * len(rows), cfg.main_measures,
+                                                   spec.get("title", name), ref, cfg.alpha, cfg.holm)
+    if cfg.per_position:
+        model = labels.get(cfg.per_position["model"], cfg.per_position["model"])
+        baseline = labels.get(cfg.per_position["baseline"], cfg.per_position["baseline"])
+        if {model, baseline} <= set(metrics["run"]):
+            tables["per-position"] = per_position_table(metrics, model, baseline, POSITION_MEASURES)
+    return tables
+
+
+def write_tables(tables: dict[str, Table], out_dir: Path) -> list[Path]:
+    """Each table as ``<stem>.md``, ``<stem>.tex`` and ``<stem>.html``."""
+    written = []
+    for stem, table in tables.items():
+        for ext, render in (("md", table.to_markdown), ("tex", table.to_latex), ("html", table.to_html)):
+            path = out_dir / f"{stem}.{ext}"
+            write_text(render(), path)
+            written.append(path)
+    return written
+
+
+def params_hash(params_path: Path) -> str:
+    """SHA-256 (first 12 hex digits) of the params file's bytes."""
+    return hashlib.sha256(params_path.read_bytes()).hexdigest()[:12]
+
+
+def git_commit() -> str:
+    try:
+        out = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True)
+        return out.stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+
+
+def machine() -> str:
+    import torch
+
+    gpu = torch.cuda.get_device_name(0) if torch.cuda.is_available() else "no GPU"
+    import os
+
+    return f"{platform.system()} {platform.machine()}, {os.cpu_count()} CPU cores, {gpu}, Python {platform.python_version()}, torch {torch.__version__}"
+
+
+def performance_table(models_dir: Path | None, benchmarks_dir: Path | None, specs: list[RunSpec]) -> pd.DataFrame:
+    """Median train seconds and ranking ms per query over folds, with Snakemake benchmark records.
+
+    Reads ``<models_dir>/<key>/fold<k>/timings.json`` (written by the trainer) and
+    ``<benchmarks_dir>/train/<key>-fold<k>.tsv`` (Snakemake ``benchmark:`` files:
+    wall seconds ``s`` and peak memory ``max_rss`` in MB).
+    """
+    rows = []
+    for spec in specs:
+        record: dict = {"Method": spec.label}
+        if models_dir is not None:
+            timings = [json.loads(p.read_text()) for p in sorted((models_dir / spec.key).glob("fold*/timings.json"))]
+            if timings:
+                frame = pd.DataFrame(timings)
+                record.update({"folds": len(frame),
+                               "train s (median)": frame["train_seconds"].median(),
+                               "rank ms/query (median)": frame["rank_ms_per_query"].median()})
+        if benchmarks_dir is not None:
+            bench = [pd.read_csv(p, sep="\t") for p in sorted((benchmarks_dir / "train").glob(f"{spec.key}-fold*.tsv"))]
+            if bench:
+                frame = pd.concat(bench)
+                record.update({"job wall s (median)": frame["s"].median(), "peak RSS MB (max)": frame["max_rss"].max()})
+        if len(record) > 1:
+            rows.append(record)
+    return pd.DataFrame(rows)
+
+
+def build_report(metrics_path: Path, params: dict, params_path: Path, out_dir: Path,
+                 models_dir: Path | None = None, benchmarks_dir: Path | None = None,
+                 metric_at_k: pd.DataFrame | None = None) -> list[Path]:
+    """Write tables (``tables/``), plots (``plots/``) and ``README.md`` under ``out_dir``."""
+    metrics = read_parquet(metrics_path)
+    missing = {"model", "variant", "fold", "qid", "measure", "value"} - set(metrics.columns)
+    if missing:
+        raise InputError(metrics_path, f"metrics table lacks columns {sorted(missing)}")
+    cfg = ReportConfig.from_params(params)
+    tables = build_tables(metrics, params)
+    written = write_tables(tables, out_dir / "tables")
+
+    labelled = with_run_labels(metrics)
+    specs = run_specs(params)
+    main_runs = [s.label for s in specs if not s.variant and s.label in set(labelled["run"])]
+    plot_dir = out_dir / "plots"
+    plot_dir.mkdir(parents=True, exist_ok=True)
+    reference = cfg.reference if cfg.reference in main_runs else (main_runs[0] if main_runs else None)
+    if reference is not None:
+        written += plots.per_query_differences(labelled, main_runs, reference, "alpha_nDCG@20",
+                                               plot_dir / "per-query-differences")
+    if metric_at_k is not None and not metric_at_k.empty:
+        written += plots.metric_at_k(metric_at_k, "α-nDCG@k", plot_dir / "alpha-ndcg-at-k")
+    if models_dir is not None:
+        curves = []
+        for spec in specs:
+            for path in sorted((models_dir / spec.key).glob("fold*/curve.parquet")):
+                curves.append(pd.read_parquet(path).assign(run=spec.label, fold=path.parent.name))
+        if curves:
+            written += plots.learning_curves(pd.concat(curves), plot_dir / "learning-curves")
+
+    perf = performance_table(models_dir, benchmarks_dir, specs)
+    perf_md = perf.to_markdown(index=False, floatfmt=".1f") if not perf.empty else "No timings recorded."
+    write_text(perf_md + "\n", out_dir / "tables" / "performance.md")
+    written.append(out_dir / "tables" / "performance.md")
+
+    n_queries = metrics["qid"].nunique()
+    lines = [
+        f"# Results: {out_dir.name}", "",
+        "Produced by `srdiv report` from the per-query metrics in `metrics.parquet`",
+        "(columns model, variant, fold, qid, measure, value; official metrics, TREC ndeval definitions).",
+        "Each query is tested once, in the test fold of its cross-validation trial; tables report the mean",
+        f"over those {n_queries} queries.", "",
+        f"- params.yaml hash: `{params_hash(params_path)}`",
+        f"- commit: `{git_commit()}`",
+        f"- date (UTC): {dt.datetime.now(dt.timezone.utc).strftime('%Y-%m-%d %H:%M')}",
+        f"- machine: {machine()}", "",
+        "## Tables", "",
+        *[f"- [{stem}](tables/{stem}.md) ([LaTeX](tables/{stem}.tex), [HTML](tables/{stem}.html))" for stem in tables],
+        "- [performance](tables/performance.md)", "",
+        tables["main"].to_markdown(), "",
+        "## Performance", "", perf_md, "",
+        "## Plots", "",
+        *[f"- [{p.stem}](plots/{p.name})" for p in written if p.suffix == ".png"], "",
+    ]
+    write_text("\n".join(lines), out_dir / "README.md")
+    return written + [out_dir / "README.md"]

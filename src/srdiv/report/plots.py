@@ -1,0 +1,65 @@
+"""Figures (PNG and SVG): learning curves, metric at k, per-query differences."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import pandas as pd  # noqa: E402
+
+from srdiv.io import atomic_path  # noqa: E402
+from srdiv.report.stats import per_query  # noqa: E402
+
+
+def save(fig, out_stem: Path) -> list[Path]:
+    """Write ``fig`` as ``<stem>.png`` and ``<stem>.svg`` (atomically) and close it."""
+    paths = []
+    for ext in ("png", "svg"):
+        path = out_stem.with_suffix(f".{ext}")
+        with atomic_path(path) as tmp:
+            fig.savefig(tmp, format=ext, dpi=120, bbox_inches="tight", metadata={"Date": None} if ext == "svg" else None)
+        paths.append(path)
+    plt.close(fig)
+    return paths
+
+
+def learning_curves(curves: pd.DataFrame, out_stem: Path) -> list[Path]:
+    """Validation metric and training loss per epoch; ``curves``: run, fold, epoch, loss, valid."""
+    fig, (ax_loss, ax_valid) = plt.subplots(1, 2, figsize=(11, 4))
+    for run, frame in curves.groupby("run", sort=False):
+        mean = frame.groupby("epoch")[["loss", "valid"]].mean()
+        ax_loss.plot(mean.index, mean["loss"], label=run)
+        ax_valid.plot(mean.index, mean["valid"], label=run)
+    ax_loss.set(xlabel="epoch", ylabel="training loss (mean over folds)")
+    ax_valid.set(xlabel="epoch", ylabel="validation α-nDCG@20 (mean over folds)")
+    ax_valid.legend(fontsize=7, ncol=2)
+    return save(fig, out_stem)
+
+
+def metric_at_k(values: pd.DataFrame, measure_name: str, out_stem: Path) -> list[Path]:
+    """Mean metric at cut-off k per run; ``values``: run, k, value (already averaged over queries)."""
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for run, frame in values.groupby("run", sort=False):
+        ax.plot(frame["k"], frame["value"], marker=".", label=run)
+    ax.set(xlabel="cut-off k", ylabel=measure_name)
+    ax.legend(fontsize=7, ncol=2)
+    return save(fig, out_stem)
+
+
+def per_query_differences(metrics: pd.DataFrame, runs: list[str], reference: str, measure: str,
+                          out_stem: Path) -> list[Path]:
+    """Sorted per-query differences of ``measure`` between each run and ``reference``."""
+    wide = per_query(metrics, measure)
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for run in runs:
+        if run == reference or run not in wide.columns or reference not in wide.columns:
+            continue
+        diff = (wide[run] - wide[reference]).dropna().sort_values(ascending=False).to_numpy()
+        ax.plot(range(1, len(diff) + 1), diff, label=run)
+    ax.axhline(0.0, color="black", linewidth=0.8)
+    ax.set(xlabel="queries (sorted by difference)", ylabel=f"{measure}: run − {reference}")
+    ax.legend(fontsize=7, ncol=2)
+    return save(fig, out_stem)

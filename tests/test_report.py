@@ -1,0 +1,93 @@
+"""Report tables: means, bold, paired t-test markers, Holm, per-position, file formats."""
+
+import numpy as np
+import pandas as pd
+import pytest
+import yaml
+from scipy import stats
+
+from srdiv.report.builder import build_report, build_tables
+from srdiv.report.stats import holm_adjust, paired_pvalues
+
+MEASURES = ["ERR_IA@20", "alpha_nDCG@20", "NRBP", "P_IA@20", "StRecall@20",
+            "ERR_IA@5", "ERR_IA@10", "alpha_nDCG@5", "alpha_nDCG@10", "StRecall@5", "StRecall@10"]
+
+
+def fake_metrics(seed=0, n=30):
+    rng = np.random.default_rng(seed)
+    base = rng.uniform(0.2, 0.6, size=n)
+    runs = {
+        ("Initial", ""): base,
+        ("xQuAD", ""): base + rng.normal(0.0, 0.05, n),          # not significant
+        ("DSSA", ""): base + 0.1 + rng.normal(0, 0.01, n),        # clearly better
+        ("DSSA", "dot"): base - 0.1 + rng.normal(0, 0.01, n),     # clearly worse
+    }
+    rows = []
+    for (model, variant), vals in runs.items():
+        for i, v in enumerate(vals):
+            for m in MEASURES:
+                rows.append((model, variant, i % 5 + 1, f"q{i}", m, float(v)))
+    return pd.DataFrame(rows, columns=["model", "variant", "fold", "qid", "measure", "value"]), runs
+
+
+PARAMS = {
+    "models": {
+        "Initial": {"group": "initial"},
+        "xQuAD": {"group": "unsupervised"},
+        "DSSA": {"group": "explicit"},
+        "DSSA-dot": {"group": "explicit", "variant_of": "DSSA", "variant": "dot"},
+    },
+    "report": {"reference": "Initial", "ablations": {"dssa": {"title": "DSSA variants",
+                                                               "runs": ["DSSA", "DSSA-dot"], "reference": "DSSA"}},
+               "per_position": {"model": "DSSA", "baseline": "xQuAD"}},
+}
+
+
+def test_main_table_means_bold_and_markers():
+    metrics, runs = fake_metrics()
+    tables = build_tables(metrics, PARAMS)
+    main = tables["main"]
+    assert list(main.values.index) == ["Initial", "xQuAD", "DSSA"]          # variants stay out of main
+    assert main.values.at["DSSA", "alpha_nDCG@20"] == pytest.approx(runs[("DSSA", "")].mean())
+    assert main.bold.at["DSSA", "alpha_nDCG@20"] and not main.bold.at["Initial", "alpha_nDCG@20"]
+    assert main.markers.at["DSSA", "alpha_nDCG@20"] == "▲"
+    assert main.markers.at["xQuAD", "alpha_nDCG@20"] == ""
+    assert main.groups == ["Initial ranking", "Unsupervised", "Supervised explicit"]
+    abl = tables["ablation-dssa"]
+    assert abl.markers.at["DSSA (dot)", "NRBP"] == "▼"
+
+
+def test_pvalues_match_scipy_and_holm():
+    metrics, runs = fake_metrics()
+    wide = pd.DataFrame({"a": runs[("Initial", "")], "b": runs[("xQuAD", "")], "c": runs[("DSSA", "")]})
+    p = paired_pvalues(wide, "a")
+    assert p["b"] == pytest.approx(stats.ttest_rel(wide["b"], wide["a"]).pvalue)
+    raw = pd.Series({"x": 0.01, "y": 0.04, "z": 0.03})
+    # Holm by hand: sorted 0.01*3=0.03, 0.03*2=0.06, 0.04*1 -> max(0.06, 0.04)=0.06
+    assert holm_adjust(raw).to_dict() == pytest.approx({"x": 0.03, "y": 0.06, "z": 0.06})
+
+
+def test_per_position_table_by_hand():
+    metrics, runs = fake_metrics()
+    table = build_tables(metrics, PARAMS)["per-position"]
+    total = float((runs[("DSSA", "")] - runs[("xQuAD", "")]).sum())
+    assert table.values.at["Total Imp.", "ERR_IA@5"] == pytest.approx(total)
+    assert table.values.at["Avg Imp.", "alpha_nDCG@10"] == pytest.approx(total / 10)
+
+
+def test_build_report_writes_every_format(tmp_path):
+    metrics, _ = fake_metrics()
+    mpath = tmp_path / "metrics.parquet"
+    metrics.to_parquet(mpath)
+    ppath = tmp_path / "params.yaml"
+    ppath.write_text(yaml.safe_dump(PARAMS))
+    written = build_report(mpath, PARAMS, ppath, tmp_path / "out")
+    names = {p.relative_to(tmp_path / "out").as_posix() for p in written}
+    for stem in ("main", "cutoffs", "ablation-dssa", "per-position"):
+        assert {f"tables/{stem}.md", f"tables/{stem}.tex", f"tables/{stem}.html"} <= names
+    assert "plots/per-query-differences.png" in names and "plots/per-query-differences.svg" in names
+    md = (tmp_path / "out/tables/main.md").read_text()
+    assert "| DSSA | **" in md and "α-nDCG@20" in md
+    tex = (tmp_path / "out/tables/main.tex").read_text()
+    assert r"\textbf{" in tex and r"\begin{tabular}" in tex
+    assert "params.yaml hash" in (tmp_path / "out/README.md").read_text()
