@@ -1,0 +1,39 @@
+# Two commands on a fresh machine: `make run` (the whole pipeline on the default data)
+# and `make test`. Both create or reuse the virtual environment in .venv.
+PYTHON ?= python3.11
+VENV   ?= .venv
+BIN     = $(VENV)/bin
+STAMP   = $(VENV)/.srdiv-installed
+CORES  ?= 2
+SMK     = $(BIN)/snakemake --cores $(CORES) --resources gpu=1
+
+.PHONY: install run smoke test dvc-yaml trec clean-smoke
+
+$(STAMP): pyproject.toml
+	@command -v $(PYTHON) >/dev/null || { echo "need $(PYTHON)"; exit 1; }
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e ".[pipeline,test]"
+	touch $(STAMP)
+
+install: $(STAMP)
+
+## the main job: every model, 5 folds, on the default collection (wordnet-div)
+run: $(STAMP)
+	$(SMK)
+
+## the whole DAG on ~12 queries, 2 folds, one epoch, a few models (minutes)
+smoke: $(STAMP)
+	$(SMK) --configfile params.yaml config/smoke.yaml
+
+## the TREC Web Track 2009-2012 (needs the DSSA release or your ClueWeb09 text: see README)
+trec: $(STAMP)
+	$(SMK) --configfile params.yaml config/trec-web.yaml
+
+test: $(STAMP)
+	$(BIN)/pytest -q
+
+## regenerate dvc.yaml and pipelines/smoke/dvc.yaml from the Snakefile
+dvc-yaml: $(STAMP)
+	$(BIN)/srdiv dvc-yaml --config params.yaml --out dvc.yaml
+	$(BIN)/srdiv dvc-yaml --config params.yaml --config config/smoke.yaml --wdir ../.. --out pipelines/smoke/dvc.yaml
