@@ -1,0 +1,212 @@
+"""DESA: Diversity Encoder with Self-Attention (Qin, Dou and Wen, CIKM 2020, Section 3).
+
+Equations as implemented (``B`` lists, ``D`` candidates, ``K`` suggestions,
+``F`` relevance features, ``d`` = ``d_model``):
+
+* Input (Section 3.3.1): ``e_t = W_in [d_t; p_rank(t)]`` where ``d_t`` is the
+  document vector and ``p`` an optional learnable embedding of the document's
+  initial-ranking position (concatenated, then projected to ``d``). Suggestion
+  pseudo-document vectors use the same projection with a zero position part.
+* Encoder block MSB (Eqs. 7-9): ``X = LN(H + Drop(MultiHead(H, H, H)))``,
+  ``MSB(H) = LN(X + Drop(FFN(X)))``, ``FFN(x) = W_2 ReLU(W_1 x)``; scaled
+  dot-product attention (Eq. 4), ``heads`` heads (Eqs. 5-6).
+  ``H_enc_D = SelfAttnEnc(D)`` and ``H_enc_I = SelfAttnEnc(I)`` share weights.
+* Decoder block (Eqs. 10-11): the same block with queries = documents and
+  keys = values = subtopics: ``X = LN(H + Drop(MultiHead(H, H_I, H_I)))`` then
+  the FFN sublayer. There is no document-document attention in the decoder.
+* Subtopic scores (Section 3.2 (4)): ``s_{d,q_k} = w_r^T x_{d,q_k}``, 0 for a
+  padded suggestion.
+* Final score (Eqs. 2-3): ``v_t = [x_{d,q}; h_enc_t; h_dec_t; s_{d,q_1..q_K}]``,
+  ``s_t = w_v^T v_t`` (``scorer="linear"``, as Eq. 3 reads in our copy of the
+  paper, whose text of this part is partly garbled) or a one-hidden-layer ReLU
+  MLP (``scorer="mlp"``).
+
+Variants (Table 3), through ``subtopics``: ``"encoded"`` (default, the decoder
+attends to encoded suggestions), ``"original"`` (to projected, not encoded,
+suggestions), ``"scores"`` (no decoder, ``v = [x_q; h_enc; s_q1..qK]``) and
+``"none"`` (the SetRank adaptation, ``v = [x_q; h_enc]``); ``enc_layers`` and
+``dec_layers`` give the (L_enc, L_dec) rows.
+
+Ranking (Section 3.6): the whole candidate list in initial-run order, no
+sequence mask, one forward per query, sort by score (:meth:`DESA.list_scores`).
+Training (Section 3.5) uses :meth:`DESA.context_scores` with the sequence mask.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from srdiv.features.bundle import BundleDims
+from srdiv.models.base import Batch, DiversityModel
+from srdiv.registry import MODELS
+
+SUBTOPIC_MODES = ("encoded", "original", "scores", "none")
+"""Table 3 settings: Encoded Subtopics, Original Subtopics, Relevance Scores, No Subtopics."""
+
+
+class AttentionBlock(nn.Module):
+    """Multi-head attention of ``x`` over ``memory`` then a ReLU feed-forward network (Eqs. 8-9, 11).
+
+    Each sublayer has dropout, a residual connection and a LayerNorm (post-norm,
+    as in the paper). Self-attention is ``memory = x``.
+    """
+
+    def __init__(self, d_model: int, heads: int, d_ff: int, dropout: float):
+        super().__init__()
+        if d_model % heads:
+            raise ValueError(f"d_model={d_model} is not divisible by heads={heads}")
+        self.heads = heads
+        self.query = nn.Linear(d_model, d_model)
+        self.key_value = nn.Linear(d_model, 2 * d_model)
+        self.out = nn.Linear(d_model, d_model)
+        self.ffn = nn.Sequential(nn.Linear(d_model, d_ff), nn.ReLU(), nn.Linear(d_ff, d_model))
+        self.norm_attn = nn.LayerNorm(d_model)
+        self.norm_ffn = nn.LayerNorm(d_model)
+        self.drop = nn.Dropout(dropout)
+
+    def forward(self, x: torch.Tensor, memory: torch.Tensor, allowed: torch.Tensor) -> torch.Tensor:
+        """``x [B, T, d]`` attends to ``memory [B, S, d]`` where ``allowed [B, T, S]`` is True.
+
+        Every row of ``allowed`` must hold at least one True (else softmax is NaN).
+        """
+        b, t, d = x.shape
+        split = lambda z: z.view(b, z.shape[1], self.heads, d // self.heads).transpose(1, 2)  # noqa: E731
+        q = split(self.query(x))
+        k, v = (split(z) for z in self.key_value(memory).chunk(2, dim=-1))
+        heads = F.scaled_dot_product_attention(q, k, v, attn_mask=allowed[:, None])  # Eq. 4, [B, H, T, d/H]
+        x = self.norm_attn(x + self.drop(self.out(heads.transpose(1, 2).reshape(b, t, d))))
+        return self.norm_ffn(x + self.drop(self.ffn(x)))
+
+
+@MODELS.register("desa")
+class DESA(DiversityModel):
+    """DESA encoder-decoder scorer; see the module docstring for the equations.
+
+    Args:
+        dims: bundle sizes (``emb`` E, ``feats`` F, ``subs`` K).
+        d_model: attention width (paper: 256); heads: H (8); d_ff: feed-forward width (400).
+        enc_layers, dec_layers: L_enc, L_dec (paper's best: 2, 1). ``dec_layers`` must be 0
+            for ``subtopics`` "scores" and "none" (no decoder) and >= 1 otherwise.
+        subtopics: one of :data:`SUBTOPIC_MODES` (Table 3).
+        pos_dim: size of the initial-rank position embedding concatenated to the
+            document vector (0 = none); max_positions: longest candidate list it covers.
+        dropout: dropout of every sublayer.
+        scorer: "linear" (Eq. 3) or "mlp" (hidden layer of ``scorer_hidden`` ReLU units).
+    """
+
+    sequential = False
+
+    def __init__(
+        self, dims: BundleDims, d_model: int = 256, heads: int = 8, d_ff: int = 400,
+        enc_layers: int = 2, dec_layers: int = 1, subtopics: str = "encoded",
+        pos_dim: int = 16, max_positions: int = 100, dropout: float = 0.1,
+        scorer: str = "linear", scorer_hidden: int = 64,
+    ):
+        super().__init__()
+        if subtopics not in SUBTOPIC_MODES:
+            raise ValueError(f"subtopics must be one of {SUBTOPIC_MODES}, got {subtopics!r}")
+        has_decoder = subtopics in ("encoded", "original")
+        if has_decoder != (dec_layers > 0):
+            raise ValueError(f"subtopics={subtopics!r} needs dec_layers {'>= 1' if has_decoder else '= 0'}")
+        if scorer not in ("linear", "mlp"):
+            raise ValueError(f"scorer must be 'linear' or 'mlp', got {scorer!r}")
+        self.subtopics = subtopics
+        self.pos_dim = pos_dim
+        self.position = nn.Embedding(max_positions, pos_dim) if pos_dim else None
+        self.project = nn.Linear(dims.emb + pos_dim, d_model)
+        block = lambda: AttentionBlock(d_model, heads, d_ff, dropout)  # noqa: E731
+        self.encoder = nn.ModuleList(block() for _ in range(enc_layers))
+        self.decoder = nn.ModuleList(block() for _ in range(dec_layers))
+        self.sub_rel = nn.Linear(dims.feats, 1, bias=False) if subtopics != "none" else None  # w_r
+        n_in = dims.feats + d_model + (d_model if has_decoder else 0) + (dims.subs if self.sub_rel else 0)
+        self.score = (nn.Linear(n_in, 1) if scorer == "linear" else
+                      nn.Sequential(nn.Linear(n_in, scorer_hidden), nn.ReLU(), nn.Linear(scorer_hidden, 1)))
+
+    def list_scores(self, batch: Batch) -> torch.Tensor:
+        """Scores ``[B, D]`` of the whole candidate list, every real candidate seeing every other (Section 3.6)."""
+        mask = batch["doc_mask"]
+        allowed = mask[:, None, :] | _eye(mask.shape[1], mask.device)
+        targets = torch.arange(mask.shape[1], device=mask.device).expand_as(mask)
+        return self._scores(batch, allowed, targets)
+
+    def context_scores(self, batch: Batch, context: torch.Tensor, candidates: torch.Tensor) -> torch.Tensor:
+        """Scores ``[B, M]`` of each candidate placed right after ``context`` ``[B, L]`` (-1 = padding).
+
+        One forward scores all M candidates of a context. It is the forward of
+        the sequence ``[context..., candidate]`` under the training sequence mask
+        (Section 3.5.2) for every candidate at once: context document i attends
+        to context documents at ranks <= its own, each candidate to the whole
+        context and itself, never to another candidate. Since attention is
+        order-free and positions are initial-run ranks, the documents stay in
+        their candidate-list slots and only the attention mask encodes the order.
+
+        The context's own scores are then equal in both rankings of a
+        list-pairwise sample ``([C, d1], [C, d2])``, so the difference of the
+        ranking scores (Eq. 12) is the difference of the candidates' scores,
+        ``s_r1 - s_r2 = s_d1 - s_d2`` (Eq. 14). Padded candidates score 0.
+        """
+        b, n_docs = batch["doc_mask"].shape
+        device = context.device
+        slot = lambda idx: torch.where(idx >= 0, idx, n_docs)  # noqa: E731  (padding -> dummy slot D)
+        rank = torch.full((b, n_docs + 1), n_docs, dtype=torch.long, device=device)
+        rank.scatter_(1, slot(context), torch.arange(context.shape[1], device=device).expand_as(context))
+        rank = rank[:, :n_docs]  # context rank of each slot, D if not in the context
+        in_context = rank < n_docs
+        is_candidate = torch.zeros((b, n_docs + 1), dtype=torch.bool, device=device)
+        is_candidate.scatter_(1, slot(candidates), True)
+        is_candidate = is_candidate[:, :n_docs]
+        sees_earlier = in_context[:, :, None] & (rank[:, None, :] <= rank[:, :, None])
+        allowed = in_context[:, None, :] & (sees_earlier | is_candidate[:, :, None])
+        scores = self._scores(batch, allowed | _eye(n_docs, device), candidates.clamp(min=0))
+        return scores.masked_fill(candidates < 0, 0.0)
+
+    def _scores(self, batch: Batch, allowed: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+        """Eqs. 2-3 for the candidates ``targets [B, M]``, encoding docs with mask ``allowed [B, D, D]``."""
+        doc_vec = batch["doc_vec"]
+        b, n_docs, _ = doc_vec.shape
+        parts = [_take(batch["rel_feat"], targets)]  # x_{d,q}
+        if self.position is not None:
+            if n_docs > self.position.num_embeddings:
+                raise ValueError(f"{n_docs} candidates but max_positions={self.position.num_embeddings}")
+            pos = self.position(torch.arange(n_docs, device=doc_vec.device)).expand(b, -1, -1)
+            doc_vec = torch.cat([doc_vec, pos], dim=-1)
+        h = self.project(doc_vec)
+        for block in self.encoder:
+            h = block(h, h, allowed)
+        h_enc = _take(h, targets)  # [B, M, d]
+        parts.append(h_enc)
+        if self.decoder:
+            parts.append(self._decode(batch, h_enc))
+        if self.sub_rel is not None:
+            sub_mask = batch["sub_mask"]
+            s_sub = self.sub_rel(batch["sub_feat"]).squeeze(-1) * sub_mask[:, :, None]  # [B, K, D]
+            parts.append(_take(s_sub.transpose(1, 2), targets))  # [B, M, K]
+        return self.score(torch.cat(parts, dim=-1)).squeeze(-1)
+
+    def _decode(self, batch: Batch, h_docs: torch.Tensor) -> torch.Tensor:
+        """``H_dec`` ``[B, M, d]``: documents attend to the (encoded or projected) suggestions (Eqs. 10-11)."""
+        sub_vec, sub_mask = batch["sub_vec"], batch["sub_mask"]
+        if self.position is not None:
+            sub_vec = torch.cat([sub_vec, sub_vec.new_zeros(*sub_vec.shape[:2], self.pos_dim)], dim=-1)
+        h_sub = self.project(sub_vec)  # [B, K, d]
+        if self.subtopics == "encoded":
+            allowed = sub_mask[:, None, :] | _eye(sub_mask.shape[1], sub_mask.device)
+            for block in self.encoder:
+                h_sub = block(h_sub, h_sub, allowed)
+        # A list without suggestions attends to its padding (avoiding NaN) and gets h_dec = 0.
+        has_subs = sub_mask.any(dim=1)
+        keys = (sub_mask | ~has_subs[:, None])[:, None, :].expand(-1, h_docs.shape[1], -1)
+        for block in self.decoder:
+            h_docs = block(h_docs, h_sub, keys)
+        return h_docs * has_subs[:, None, None]
+
+
+def _eye(n: int, device) -> torch.Tensor:
+    return torch.eye(n, dtype=torch.bool, device=device)
+
+
+def _take(x: torch.Tensor, idx: torch.Tensor) -> torch.Tensor:
+    """``x [B, D, ...]`` at ``idx [B, M]`` along axis 1 -> ``[B, M, ...]``."""
+    return x[torch.arange(x.shape[0], device=x.device)[:, None], idx]
