@@ -15,11 +15,14 @@ import typer
 
 from srdiv.io import InputError
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__.splitlines()[0])
+app = typer.Typer(add_completion=False, no_args_is_help=True,
+                  help="srdiv: supervised search result diversification, one stage per command.")
 
 COMMAND_MODULES = (
     "srdiv.collection.commands",
     "srdiv.metrics.commands",
+    "srdiv.report.commands",
+    "srdiv.workflow",
 )
 
 for _name in COMMAND_MODULES:

@@ -92,3 +92,18 @@ def render_dvc_yaml(snakefile: Path, configfiles: Sequence[Path], wdir: str | No
 
 def write_dvc_yaml(snakefile: Path, configfiles: Sequence[Path], out: Path, wdir: str | None = None) -> None:
     write_text(render_dvc_yaml(snakefile, configfiles, wdir), out)
+
+
+def register(app) -> None:
+    """Add ``srdiv dvc-yaml`` to the CLI."""
+    import typer
+
+    @app.command("dvc-yaml")
+    def dvc_yaml(
+        config: list[Path] = typer.Option(..., "--config", help="params.yaml [+ overlays], as given to Snakemake."),
+        out: Path = typer.Option(Path("dvc.yaml"), help="dvc.yaml to write."),
+        wdir: str = typer.Option("", help="Stage working directory relative to the dvc.yaml (e.g. ../..)."),
+        snakefile: Path = typer.Option(Path("Snakefile"), help="The Snakefile describing the DAG."),
+    ) -> None:
+        """Write dvc.yaml from the Snakemake DAG (one description of the pipeline)."""
+        write_dvc_yaml(snakefile, config, out, wdir or None)

@@ -221,3 +221,28 @@ def build_report(metrics_path: Path, params: dict, params_path: Path, out_dir: P
     ]
     write_text("\n".join(lines), out_dir / "README.md")
     return written + [out_dir / "README.md"]
+
+
+RUN_FILE = "run.txt"
+"""Name of the test-queries TREC run the trainer writes in each ``<model>/fold<k>/`` directory."""
+
+
+def metric_at_k_from_runs(collection: Path, models_dir: Path, params: dict, max_k: int = 20,
+                          family: str = "alpha_nDCG") -> pd.DataFrame:
+    """Mean ``family@k`` for k = 1..max_k per main run, from the runs of all test folds."""
+    from srdiv.collection.schema import load_collection
+    from srdiv.metrics import evaluate_run, read_run
+
+    qrels = load_collection(collection).qrels
+    measures = [f"{family}@{k}" for k in range(1, max_k + 1)]
+    rows = []
+    for spec in run_specs(params):
+        files = sorted((models_dir / spec.key).glob(f"fold*/{RUN_FILE}"))
+        if spec.variant or not files:
+            continue
+        run = pd.concat([read_run(f) for f in files])
+        tested = set(run["qid"])
+        per_query = evaluate_run(run, qrels[qrels["qid"].isin(tested)], measures)
+        means = per_query.groupby("measure", sort=False)["value"].mean()
+        rows += [{"run": spec.label, "k": k, "value": means[f"{family}@{k}"]} for k in range(1, max_k + 1)]
+    return pd.DataFrame(rows, columns=["run", "k", "value"])
