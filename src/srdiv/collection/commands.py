@@ -2,9 +2,28 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import typer
 
 collection_app = typer.Typer(no_args_is_help=True, help="Build a collection in the common schema.")
+
+
+@collection_app.command("subset")
+def subset(
+    source: Path = typer.Option(..., help="Collection directory to subsample."),
+    out: Path = typer.Option(..., help="Output collection directory."),
+    queries: int = typer.Option(12, help="Number of judged queries to keep."),
+    folds: int = typer.Option(2, help="Number of folds to re-split them into."),
+    seed: int = typer.Option(42, help="Seed of the draw."),
+    extra_docs: int = typer.Option(3000, help="Background documents kept beside the runs' and qrels' ones."),
+) -> None:
+    """Keep a seeded sample of queries (the pipeline's smoke setting)."""
+    from srdiv.collection.schema import load_collection, write_collection
+    from srdiv.collection.subset import subset_collection
+
+    coll = load_collection(source, with_docs=True)
+    write_collection(subset_collection(coll, queries, folds, seed, extra_docs), out)
 
 
 def register(app: typer.Typer) -> None:
