@@ -1,4 +1,4 @@
 """Diversification models; importing a module registers it in ``srdiv.registry.MODELS``."""
 
-from srdiv.models import desa  # noqa: F401
+from srdiv.models import desa, dssa  # noqa: F401
 from srdiv.models import mmr, pm2, xquad  # noqa: F401  (registers the unsupervised baselines)

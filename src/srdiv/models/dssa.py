@@ -1,0 +1,328 @@
+"""DSSA-RNNMP and hierarchical DSSA (Jiang et al., TKDE, Sections 4.1-4.2).
+
+A document's score at rank t is a mix of its relevance to the query and to
+every suggestion ("subtopic"), weighted by attention a_{t,k} that moves away
+from subtopics the already selected documents cover. Both models are one
+network seen through *layers* of subtopics (the paper: "DSSA based on a flat
+list of subtopics is a special case of HDSSA"):
+
+* :class:`DSSA`: layer 0 = the query, layer 1 = the level-1 suggestions.
+  Attention is normalised within each layer (so the query's is always 1) and
+  the layer weights are beta = (1 - lambda, lambda): Eq. (9)-(10).
+* :class:`HDSSA`: layer 0 = the query as root subtopic, layer 1 = level-1
+  suggestions, layer 2 = level-2 suggestions. One softmax over all subtopics of
+  all layers (Eq. 13) and layer weights beta, balanced (HDSSA-B) or learned
+  (HDSSA): Eq. (15). lambda disappears.
+
+Per subtopic i (the query included) and candidate d, as implemented:
+
+    relevance   r(d, i) = S'(e_d, e_i) + x_{d,i}^T w_r                 (Eq. 10-11)
+                S'(e_d, e_i) = e_d^T W_s e_i ("general") | e_d . e_i ("dot")
+    attention   a'_{t,i} = A'(h_{t-1}, e_i) + max_{j<t} x_{d_j,i}^T w_p  (Eq. 5-7)
+                A'(h, e) = h^T W_a e ("general") | -h . e ("dot", needs hidden == emb)
+                the max over no selected document is 0 (first position: initial weights)
+                a_{t,i} = w_i exp(a'_{t,i}) / sum_{j in scope(i)} w_j exp(a'_{t,j})  (Eq. 8, 13)
+    score       s_{d,t} = sum_i beta_{layer(i)} a_{t,i} r(d, i)              (Eq. 9, 15)
+    state       h_t = cell(h_{t-1}, e_{d_t}), h_0 = 0 (vanilla / GRU / LSTM)  (Eq. 5)
+
+Choices where the paper is silent or garbled (each one is a parameter):
+
+* ``rnn_input``: the RNN reads the document vector e_d (``"vec"``, Fig. 2 and
+  Eq. 5); ``"vec+rel"`` also feeds the query features x_{d,q}.
+* ``dropout``: applied to h_{t-1} before attention (the paper says dropout 0.5,
+  not where).
+* ``attention="dot"``: the paper writes A' with a minus sign ("similar h and e
+  mean the subtopic is satisfied, so lower attention"); kept.
+* HDSSA initial weights: query 1, each level-1 suggestion its ``sub_weight``
+  (uniform, summing to 1), each level-2 suggestion its parent's weight split
+  evenly over the parent's children (Section 5.1, Eq. 14). A level-1
+  suggestion without children is repeated on layer 2 as its own only child
+  (Section 4.2), so every layer's initial weights sum to 1.
+* HDSSA learned beta = L * softmax(theta), theta = 0 at start: positive, starts
+  balanced; the overall scale is absorbed by W_s and w_r. Balanced beta = 1.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from srdiv.features.bundle import BundleDims
+from srdiv.models.base import NEG_INF, Batch, DiversityModel
+from srdiv.registry import MODELS
+
+CELLS = {"vanilla": nn.RNNCell, "gru": nn.GRUCell, "lstm": nn.LSTMCell}
+
+
+@dataclass
+class Subtopics:
+    """The query and suggestions of a batch as one flat list of ``T`` subtopics.
+
+    vec ``[B, T, E]`` (e_i), feat ``[B, T, D, F]`` (x_{d,i}), mask ``[B, T]``,
+    weight ``[B, T]`` initial importance w_i, layer ``[T]`` long (layer index,
+    set by :func:`_stack`).
+    """
+
+    vec: torch.Tensor
+    feat: torch.Tensor
+    mask: torch.Tensor
+    weight: torch.Tensor
+    layer: torch.Tensor | None = None
+
+
+class SubtopicAttentionRanker(DiversityModel):
+    """What DSSA and HDSSA share: encoder, attention, scoring, greedy ranking.
+
+    Subclasses say which subtopics form which layers (:meth:`subtopics`), the
+    layer weights beta (:meth:`layer_weights`) and whether attention is one
+    softmax over all layers (``joint_softmax``) or one per layer.
+    """
+
+    sequential: ClassVar[bool] = True
+    joint_softmax: ClassVar[bool] = False
+
+    def __init__(
+        self, dims: BundleDims, *, cell: str = "lstm", hidden: int = 50, attention: str = "general",
+        similarity: str = "general", max_pooling: bool = True, rnn_input: str = "vec",
+        dropout: float = 0.5, representation: str = "lda",
+    ):
+        """``representation`` names the bundle the pipeline feeds (``bundle/<repr>.npz``);
+        the network only sees its vectors."""
+        super().__init__()
+        if cell not in CELLS:
+            raise ValueError(f"cell must be one of {sorted(CELLS)}, got {cell!r}")
+        if attention not in ("general", "dot") or similarity not in ("general", "dot"):
+            raise ValueError("attention and similarity must be 'general' or 'dot'")
+        if attention == "dot" and hidden != dims.emb:
+            raise ValueError(f"attention='dot' compares h with e_i: hidden must equal the vector size {dims.emb}")
+        if rnn_input not in ("vec", "vec+rel"):
+            raise ValueError(f"rnn_input must be 'vec' or 'vec+rel', got {rnn_input!r}")
+        self.representation = representation
+        self.max_pooling = max_pooling
+        self.rnn_input = rnn_input
+        self.cell = CELLS[cell]((dims.emb + dims.feats) if rnn_input == "vec+rel" else dims.emb, hidden)
+        self.dropout = nn.Dropout(dropout)
+        self.w_r = nn.Linear(dims.feats, 1, bias=False)
+        self.w_p = nn.Linear(dims.feats, 1, bias=False) if max_pooling else None
+        self.W_a = _bilinear(hidden, dims.emb) if attention == "general" else None
+        self.W_s = _bilinear(dims.emb, dims.emb) if similarity == "general" else None
+
+    # --- what subclasses define -------------------------------------------------
+    def subtopics(self, batch: Batch) -> Subtopics:
+        raise NotImplementedError
+
+    def layer_weights(self) -> torch.Tensor:
+        """beta ``[layers]``."""
+        raise NotImplementedError
+
+    # --- the network ------------------------------------------------------------
+    def relevance(self, batch: Batch, subs: Subtopics, docs: torch.Tensor) -> torch.Tensor:
+        """r(d, i) = S'(e_d, e_i) + x_{d,i}^T w_r (Eq. 10-11) for ``docs`` ``[B, N]`` -> ``[B, T, N]``."""
+        e_d = _rows(batch["doc_vec"], docs)                                  # [B, N, E]
+        if self.W_s is not None:
+            e_d = e_d @ self.W_s
+        sim = subs.vec @ e_d.transpose(1, 2)                                 # [B, T, N]
+        feats = self.w_r(_cols(subs.feat, docs)).squeeze(-1)                 # [B, T, N]
+        return (sim + feats).masked_fill(~subs.mask[..., None], 0.0)
+
+    def coverage(self, subs: Subtopics, docs: torch.Tensor) -> torch.Tensor:
+        """x_{d,i}^T w_p, the max-pooled signal of Eq. (7), for ``docs`` ``[B, N]`` -> ``[B, T, N]``."""
+        return self.w_p(_cols(subs.feat, docs)).squeeze(-1)
+
+    def attention(self, h: torch.Tensor, subs: Subtopics, pooled: torch.Tensor | None) -> torch.Tensor:
+        """beta_{layer(i)} a_{t,i} ``[B, T]`` from h_{t-1} ``[B, U]`` and the max-pooled signal ``[B, T]``."""
+        h = self.dropout(h)
+        if self.W_a is not None:
+            logits = subs.vec @ (h @ self.W_a)[..., None]                    # A' general, Eq. (6)
+        else:
+            logits = -(subs.vec @ h[..., None])                              # A' dot, Eq. (6)
+        logits = logits.squeeze(-1)
+        if pooled is not None:
+            logits = logits + pooled                                         # Eq. (7)
+        logits = logits + subs.weight.clamp_min(1e-30).log()                 # w_i exp(.), Eq. (8)
+        scope = torch.zeros_like(subs.layer) if self.joint_softmax else subs.layer
+        return _scoped_softmax(logits, subs.mask, scope) * self.layer_weights()[subs.layer]
+
+    def rnn_inputs(self, batch: Batch, docs: torch.Tensor) -> torch.Tensor:
+        """What the RNN reads for ``docs`` ``[B, N]``: ``[B, N, E (+F)]``."""
+        x = _rows(batch["doc_vec"], docs)
+        return torch.cat([x, _rows(batch["rel_feat"], docs)], -1) if self.rnn_input == "vec+rel" else x
+
+    def initial_state(self, batch: Batch) -> tuple[torch.Tensor, ...]:
+        """h_0 = 0 (and c_0 = 0 for LSTM)."""
+        zeros = batch["doc_vec"].new_zeros(batch["doc_vec"].shape[0], self.cell.hidden_size)
+        return (zeros, zeros) if isinstance(self.cell, nn.LSTMCell) else (zeros,)
+
+    def step(self, state: tuple[torch.Tensor, ...], x: torch.Tensor, valid: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        """One RNN step on ``x`` ``[B, in]`` for rows where ``valid`` ``[B]``; other rows keep their state."""
+        new = self.cell(x, state if len(state) == 2 else state[0])
+        new = new if isinstance(new, tuple) else (new,)
+        return tuple(torch.where(valid[:, None], n, o) for n, o in zip(new, state))
+
+    def context_scores(self, batch: Batch, context: torch.Tensor, candidates: torch.Tensor) -> torch.Tensor:
+        """s_{d,t} of ``candidates`` ``[B, M]`` after ``context`` ``[B, L]`` -> ``[B, M]``.
+
+        The context is encoded once per row (padding -1 anywhere is skipped);
+        all M candidates share it. Padded candidates get a finite, meaningless score.
+        """
+        subs = self.subtopics(batch)
+        valid = context >= 0
+        state = self.initial_state(batch)
+        if context.shape[1]:
+            x = self.rnn_inputs(batch, context)
+            for j in range(context.shape[1]):
+                state = self.step(state, x[:, j], valid[:, j])
+        pooled = None
+        if self.max_pooling and context.shape[1]:
+            signal = self.coverage(subs, context).masked_fill(~valid[:, None], NEG_INF).amax(2)
+            pooled = torch.where(torch.isinf(signal), 0.0, signal)           # no selected doc: 0
+        coef = self.attention(state[0], subs, pooled)                         # [B, T]
+        return (coef[..., None] * self.relevance(batch, subs, candidates)).sum(1)
+
+    @torch.no_grad()
+    def rank(self, batch: Batch) -> torch.Tensor:
+        """Greedy selection (Section 4.3.2) with incremental state: one RNN step and one
+        max-pooling update per selected document. Same result as :func:`greedy_rank`."""
+        mask = batch["doc_mask"]
+        n_queries, n_docs = mask.shape
+        rows = torch.arange(n_queries, device=mask.device)
+        docs = torch.arange(n_docs, device=mask.device).expand(n_queries, n_docs)
+        subs = self.subtopics(batch)
+        rel = self.relevance(batch, subs, docs)                               # [B, T, D]
+        signal = self.coverage(subs, docs) if self.max_pooling else None      # [B, T, D]
+        inputs = self.rnn_inputs(batch, docs)                                 # [B, D, in]
+        state = self.initial_state(batch)
+        pooled = None
+        order = torch.full((n_queries, n_docs), -1, dtype=torch.long, device=mask.device)
+        remaining = mask.clone()
+        for t in range(int(mask.sum(1).max())):
+            scores = (self.attention(state[0], subs, pooled)[..., None] * rel).sum(1)
+            best = scores.masked_fill(~remaining, NEG_INF).argmax(1)
+            active = remaining.any(1)
+            order[:, t] = torch.where(active, best, order[:, t])
+            remaining[rows[active], best[active]] = False
+            state = self.step(state, inputs[rows, best], torch.ones_like(active))
+            if signal is not None:
+                chosen = signal[rows, :, best]                                # [B, T]
+                pooled = chosen if pooled is None else torch.maximum(pooled, chosen)
+        return order
+
+
+@MODELS.register("dssa")
+class DSSA(SubtopicAttentionRanker):
+    """DSSA-RNNMP (Section 4.1): query and level-1 suggestions, trade-off ``lam`` (lambda, Eq. 9).
+
+    ``max_pooling=False`` is DSSA-RNN (Table 8). Other parameters: see
+    :class:`SubtopicAttentionRanker` and the module docstring.
+    """
+
+    def __init__(self, dims: BundleDims, *, lam: float = 0.5, **params):
+        super().__init__(dims, **params)
+        if not 0.0 <= lam <= 1.0:
+            raise ValueError(f"lam must be in [0, 1], got {lam}")
+        self.register_buffer("beta", torch.tensor([1.0 - lam, lam]))
+
+    def subtopics(self, batch: Batch) -> Subtopics:
+        """Layer 0: the query (weight 1); layer 1: level-1 suggestions (``sub_weight``)."""
+        return _stack([[_query_as_subtopic(batch)], [_level1(batch)]])
+
+    def layer_weights(self) -> torch.Tensor:
+        return self.beta
+
+
+@MODELS.register("hdssa")
+class HDSSA(SubtopicAttentionRanker):
+    """HDSSA-RNNMP (Section 4.2): query, level-1 and level-2 suggestions as three layers.
+
+    ``beta="learned"`` is HDSSA, ``beta="balanced"`` is HDSSA-B. There is no lambda:
+    the query's attention plays its role.
+    """
+
+    joint_softmax = True
+    n_layers = 3
+
+    def __init__(self, dims: BundleDims, *, beta: str = "learned", **params):
+        super().__init__(dims, **params)
+        if beta == "learned":
+            self.beta_logits = nn.Parameter(torch.zeros(self.n_layers))
+        elif beta == "balanced":
+            self.register_buffer("beta", torch.ones(self.n_layers))
+        else:
+            raise ValueError(f"beta must be 'learned' or 'balanced', got {beta!r}")
+
+    def layer_weights(self) -> torch.Tensor:
+        if hasattr(self, "beta_logits"):
+            return self.n_layers * torch.softmax(self.beta_logits, 0)
+        return self.beta
+
+    def subtopics(self, batch: Batch) -> Subtopics:
+        """Query (1), level-1 (``sub_weight``), level-2 (parent weight / #children, Eq. 14);
+        childless level-1 suggestions are repeated on layer 2."""
+        level1 = _level1(batch)
+        parent = batch["sub2_parent"]                                         # [B, K2]
+        mask2 = batch["sub2_mask"] & (parent >= 0)
+        children = torch.zeros_like(level1.weight).scatter_add(1, parent.clamp(min=0), mask2.float())
+        share = level1.weight / children.clamp(min=1)                         # [B, K]
+        level2 = Subtopics(
+            batch["sub2_vec"], batch["sub2_feat"], mask2, torch.where(mask2, share.gather(1, parent.clamp(min=0)), 0.0)
+        )
+        childless = Subtopics(level1.vec, level1.feat, level1.mask & (children == 0), level1.weight)
+        return _stack([[_query_as_subtopic(batch)], [level1], [level2, childless]])
+
+
+# --- helpers ---------------------------------------------------------------------
+def _bilinear(rows: int, cols: int) -> nn.Parameter:
+    """A bilinear map W [rows, cols] (Xavier-initialised)."""
+    return nn.Parameter(nn.init.xavier_uniform_(torch.empty(rows, cols)))
+
+
+def _rows(x: torch.Tensor, docs: torch.Tensor) -> torch.Tensor:
+    """``x`` ``[B, D, ...]`` at ``docs`` ``[B, N]`` (-1 -> doc 0) -> ``[B, N, ...]``."""
+    idx = docs.clamp(min=0).reshape(*docs.shape, *([1] * (x.dim() - 2)))
+    return x.gather(1, idx.expand(*docs.shape, *x.shape[2:]))
+
+
+def _cols(feat: torch.Tensor, docs: torch.Tensor) -> torch.Tensor:
+    """``feat`` ``[B, T, D, F]`` at ``docs`` ``[B, N]`` -> ``[B, T, N, F]``."""
+    b, t, _, f = feat.shape
+    idx = docs.clamp(min=0)[:, None, :, None].expand(b, t, docs.shape[1], f)
+    return feat.gather(2, idx)
+
+
+def _query_as_subtopic(batch: Batch) -> Subtopics:
+    """The query as a subtopic: e_q, x_{d,q}, weight 1."""
+    n = batch["query_vec"].shape[0]
+    ones = batch["query_vec"].new_ones(n, 1)
+    return Subtopics(batch["query_vec"][:, None], batch["rel_feat"][:, None], ones.bool(), ones)
+
+
+def _level1(batch: Batch) -> Subtopics:
+    return Subtopics(batch["sub_vec"], batch["sub_feat"], batch["sub_mask"], batch["sub_weight"])
+
+
+def _stack(layers: list[list[Subtopics]]) -> Subtopics:
+    """Concatenate subtopic groups along T; the groups of ``layers[l]`` form layer ``l``."""
+    parts = [p for groups in layers for p in groups]
+    sizes = [sum(p.mask.shape[1] for p in groups) for groups in layers]
+    layer = torch.repeat_interleave(torch.arange(len(layers)), torch.tensor(sizes))
+    return Subtopics(
+        vec=torch.cat([p.vec for p in parts], 1), feat=torch.cat([p.feat for p in parts], 1),
+        mask=torch.cat([p.mask for p in parts], 1),
+        weight=torch.cat([p.weight for p in parts], 1).float(), layer=layer.to(parts[0].mask.device),
+    )
+
+
+def _scoped_softmax(logits: torch.Tensor, mask: torch.Tensor, scope: torch.Tensor) -> torch.Tensor:
+    """Softmax of ``logits`` ``[B, T]`` within each scope ``[T]`` over ``mask``-ed entries;
+    masked entries and empty scopes get 0."""
+    groups = F.one_hot(scope).bool()                                          # [T, G]
+    x = logits.masked_fill(~mask, NEG_INF)
+    top = x[..., None].masked_fill(~groups, NEG_INF).amax(1)                  # [B, G]
+    top = torch.where(torch.isinf(top), 0.0, top).detach()
+    e = torch.exp(x - top[:, scope])
+    total = (e[..., None] * groups).sum(1)                                    # [B, G]
+    return e / total[:, scope].clamp_min(1e-30)
