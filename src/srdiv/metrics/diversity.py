@@ -1,0 +1,232 @@
+"""Intent-aware diversity measures on label tensors, computed as TREC's ndeval computes them.
+
+Every function takes subtopic labels of ranked lists, ``ranked [lists, depth,
+subtopics]`` (0/1, row ``r`` is the document at rank ``r + 1``, padding rows
+all zero), and is batched over lists with numpy: no loop over documents.
+
+With ``c_s(r)`` the number of documents above rank ``r`` relevant to subtopic
+``s``, the *novelty gain* of rank ``r`` is (Clarke et al., SIGIR 2008, Eq. 3
+with J = 1)::
+
+    G(r) = sum_s rel_s(r) * (1 - alpha) ** c_s(r)
+
+and ndeval (version 4.5) builds every measure from it, with ``N`` the number of
+subtopics that have at least one relevant document (ndeval ignores the others):
+
+* alpha-DCG@k = sum_{r<=k} G(r) / log2(1 + r); alpha-nDCG@k divides it by the
+  alpha-DCG@k of the greedy ideal ranking (:func:`ideal_ranking`).
+* ERR-IA@k = sum_{r<=k} G(r) / r, divided by ndeval's collection-independent
+  "ideal ideal" ``N * sum_{r<=k} (1 - alpha) ** (r - 1) / r`` (every rank
+  covering every subtopic). With alpha = 0.5 the sum is the ERR-IA of
+  Chapelle et al. (CIKM 2009) with stopping probability 1/2, times 2.
+  nERR-IA@k divides the sum by the ideal ranking's instead. (ndeval leaves
+  ERR-IA@1 unnormalised, a quirk of its loop; here @1 is normalised too.)
+* NRBP = (1 - (1 - alpha) * beta) / N * sum_r G(r) * beta ** (r - 1) over the
+  whole list, not only the top 20 (Clarke et al., ICTIR 2009);
+  nNRBP divides by the ideal ranking's NRBP.
+* P-IA@k = sum_{r<=k} sum_s rel_s(r) / (k * N) (Agrawal et al., WSDM 2009).
+* S-recall@k = |{s : covered in the top k}| / N (Zhai et al., SIGIR 2003).
+
+Where ``n_subtopics`` is not given it is the number of subtopic columns that
+hold a relevant label in the list itself; official evaluation passes the
+count from the qrels (:class:`srdiv.metrics.evaluate.DiversityEvaluator`).
+A list with ``N = 0`` scores 0 everywhere.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+ALPHA = 0.5
+BETA = 0.5
+CUTOFFS = (5, 10, 20)
+CANDIDATE_NDCG = "alpha_nDCG_cand@20"
+"""Name of DSSA's training metric (:func:`alpha_ndcg_candidates`); never an official number."""
+
+
+def _labels(ranked: np.ndarray) -> np.ndarray:
+    """0/1 float64 copy of a ``[lists, depth, subtopics]`` label tensor."""
+    ranked = np.asarray(ranked)
+    if ranked.ndim != 3:
+        raise ValueError(f"labels must be [lists, depth, subtopics], got shape {ranked.shape}")
+    return (ranked > 0).astype(np.float64)
+
+
+def _at(cumulative: np.ndarray, k: int | None) -> np.ndarray:
+    """``[lists]`` value at cutoff ``k`` of a ``[lists, depth]`` cumulative sum (lists shorter than k keep their total)."""
+    n_lists, depth = cumulative.shape
+    if k is not None and k < 1:
+        raise ValueError(f"cutoff must be >= 1, got {k}")
+    if depth == 0:
+        return np.zeros(n_lists)
+    return cumulative[:, (depth if k is None else min(k, depth)) - 1]
+
+
+def _ratio(num: np.ndarray, den: np.ndarray) -> np.ndarray:
+    """``num / den``, 0 where ``den`` is 0."""
+    num = np.asarray(num, dtype=np.float64)
+    return np.divide(num, den, out=np.zeros_like(num), where=np.asarray(den) > 0)
+
+
+def _n(ranked: np.ndarray, n_subtopics: np.ndarray | None) -> np.ndarray:
+    """``[lists]`` intent count: given, or the columns of ``ranked`` holding a relevant label."""
+    if n_subtopics is not None:
+        return np.asarray(n_subtopics, dtype=np.float64)
+    return _labels(ranked).any(axis=1).sum(axis=1).astype(np.float64)
+
+
+def discount(depth: int) -> np.ndarray:
+    """``[depth]`` rank discount ``1 / log2(1 + r)``, r = 1..depth, as ndeval computes it."""
+    return np.log(2.0) / np.log(np.arange(2, depth + 2, dtype=np.float64))
+
+
+def novelty_gains(ranked: np.ndarray, alpha: float = ALPHA) -> np.ndarray:
+    """``[lists, depth]`` novelty gain ``G(r)`` of each rank (Clarke et al. 2008, Eq. 3)."""
+    rel = _labels(ranked)
+    seen = np.cumsum(rel, axis=1) - rel  # c_s(r): relevant documents strictly above r
+    return (rel * (1.0 - alpha) ** seen).sum(axis=2)
+
+
+def alpha_dcg_gains(ranked: np.ndarray, alpha: float = ALPHA) -> np.ndarray:
+    """``[lists, depth]`` discounted gains ``G(r) / log2(1 + r)``; their cumsum is alpha-DCG@t.
+
+    Used for rewards and sampling: the gain of a position given the ranks above it.
+    """
+    gains = novelty_gains(ranked, alpha)
+    return gains * discount(gains.shape[1])
+
+
+def _dcg(gains: np.ndarray, k: int | None) -> np.ndarray:
+    """``[lists]`` alpha-DCG@k from novelty gains ``[lists, depth]``."""
+    return _at(np.cumsum(gains * discount(gains.shape[1]), axis=1), k)
+
+
+def _err(gains: np.ndarray, k: int | None) -> np.ndarray:
+    """``[lists]`` unnormalised ERR-IA@k, ``sum_{r<=k} G(r) / r``."""
+    return _at(np.cumsum(gains / np.arange(1, gains.shape[1] + 1), axis=1), k)
+
+
+def _nrbp(gains: np.ndarray, alpha: float, beta: float, n: np.ndarray) -> np.ndarray:
+    """``[lists]`` NRBP over the whole list from novelty gains."""
+    total = (gains * beta ** np.arange(gains.shape[1])).sum(axis=1)
+    return _ratio((1.0 - (1.0 - alpha) * beta) * total, n)
+
+
+def alpha_dcg(ranked: np.ndarray, alpha: float = ALPHA, k: int | None = None) -> np.ndarray:
+    """``[lists]`` unnormalised alpha-DCG@k (whole list when ``k`` is None)."""
+    return _dcg(novelty_gains(ranked, alpha), k)
+
+
+def err_ia(ranked: np.ndarray, k: int | None = None, alpha: float = ALPHA,
+           n_subtopics: np.ndarray | None = None) -> np.ndarray:
+    """``[lists]`` ERR-IA@k with ndeval's collection-independent normalisation (whole list when ``k`` is None)."""
+    gains = novelty_gains(ranked, alpha)
+    k = gains.shape[1] if k is None else k
+    ranks = np.arange(1, k + 1)
+    ideal_ideal = ((1.0 - alpha) ** (ranks - 1) / ranks).sum()  # every rank covers every intent
+    return _ratio(_err(gains, k), _n(ranked, n_subtopics) * ideal_ideal)
+
+
+def nrbp(ranked: np.ndarray, alpha: float = ALPHA, beta: float = BETA,
+         n_subtopics: np.ndarray | None = None) -> np.ndarray:
+    """``[lists]`` NRBP over the whole list (Clarke et al., ICTIR 2009)."""
+    return _nrbp(novelty_gains(ranked, alpha), alpha, beta, _n(ranked, n_subtopics))
+
+
+def precision_ia(ranked: np.ndarray, k: int, n_subtopics: np.ndarray | None = None) -> np.ndarray:
+    """``[lists]`` intent-aware precision P-IA@k (uniform intent weights)."""
+    hits = _labels(ranked)[:, :k].sum(axis=(1, 2))
+    return _ratio(hits, k * _n(ranked, n_subtopics))
+
+
+def s_recall(ranked: np.ndarray, k: int | None = None, n_subtopics: np.ndarray | None = None) -> np.ndarray:
+    """``[lists]`` subtopic recall S-recall@k: share of intents covered in the top k."""
+    covered = _labels(ranked)[:, :k].any(axis=1).sum(axis=1)
+    return _ratio(covered, _n(ranked, n_subtopics))
+
+
+def ideal_ranking(labels: np.ndarray, alpha: float = ALPHA, depth: int | None = None) -> np.ndarray:
+    """``[lists, depth]`` row indices of ndeval's greedy alpha-DCG ideal ranking.
+
+    ``labels [lists, docs, subtopics]`` (0/1, padding rows all zero). At each
+    rank the greedy takes the remaining document of largest novelty gain
+    ``G`` given the documents taken so far (the true optimum is NP-hard to
+    find, Clarke et al. 2008, so ndeval settles for this). Ties go to the
+    earliest row: ndeval prefers the greatest docno, so rows sorted by docno
+    *descending* reproduce it. A list with ``m`` relevant rows takes them in
+    its first ``m`` ranks (a relevant row's gain stays positive while alpha <
+    1), then its other rows in row order, as the greedy would.
+
+    The loop runs over ranks, each step one batched product over lists and
+    documents. Lists are visited by decreasing ``m`` so that the lists still
+    choosing at rank ``r`` are a prefix, and the work shrinks as they finish.
+    """
+    rel = _labels(labels)
+    n_lists, n_docs, _ = rel.shape
+    depth = n_docs if depth is None else min(depth, n_docs)
+    m = rel.any(axis=2).sum(axis=1)
+    by_m = np.argsort(-m, kind="stable")
+    rel_t = np.ascontiguousarray(rel[by_m].transpose(0, 2, 1))  # [lists, subtopics, docs], by decreasing m
+    m_sorted = m[by_m]
+    weight = np.ones((n_lists, rel.shape[2]))  # (1 - alpha) ** c_s per list and subtopic
+    taken = np.zeros((n_lists, n_docs), dtype=bool)
+    greedy = np.zeros((n_lists, depth), dtype=np.int64)
+    for r in range(min(depth, int(m.max(initial=0)))):
+        a = int(np.searchsorted(-m_sorted, -r, side="left"))  # lists with m > r
+        gain = (weight[:a, None, :] @ rel_t[:a])[:, 0, :]
+        gain[taken[:a]] = -1.0
+        best = gain.argmax(axis=1)
+        greedy[:a, r] = best
+        taken[np.arange(a), best] = True
+        weight[:a] *= np.where(rel_t[np.arange(a), :, best] > 0, 1.0 - alpha, 1.0)
+    rest = np.argsort(taken, axis=1, kind="stable")  # untaken rows first, in row order
+    shift = np.arange(depth) - m_sorted[:, None]  # position among the rest
+    tail = np.take_along_axis(rest, np.clip(shift, 0, n_docs - 1), axis=1)
+    order = np.empty_like(greedy)
+    order[by_m] = np.where(shift >= 0, tail, greedy)
+    return order
+
+
+def rank_labels(labels: np.ndarray, order: np.ndarray) -> np.ndarray:
+    """``[lists, depth, subtopics]`` labels of ``labels [lists, docs, subtopics]`` in ``order [lists, depth]``."""
+    return np.take_along_axis(np.asarray(labels), np.asarray(order)[:, :, None], axis=1)
+
+
+def alpha_ndcg_candidates(ranked: np.ndarray, candidates: np.ndarray, alpha: float = ALPHA,
+                          k: int = 20) -> np.ndarray:
+    """``[lists]`` alpha-nDCG@k normalised by the ideal ranking of the candidate list.
+
+    DSSA's training and model-selection metric (report it as
+    ``alpha_nDCG_cand@k``, :data:`CANDIDATE_NDCG`): ``candidates [lists,
+    docs, subtopics]`` are the labels of the documents the model could rank,
+    so a perfect re-ranking scores 1. Official numbers normalise by the ideal
+    over every judged document (:func:`srdiv.metrics.evaluate.evaluate_run`).
+    """
+    ideal = rank_labels(candidates, ideal_ranking(candidates, alpha, depth=k))
+    return _ratio(alpha_dcg(ranked, alpha, k), alpha_dcg(ideal, alpha, k))
+
+
+def official_metrics(ranked: np.ndarray, ideal: np.ndarray, n_subtopics: np.ndarray | None = None,
+                     alpha: float = ALPHA, beta: float = BETA,
+                     cutoffs: tuple[int, ...] = CUTOFFS) -> dict[str, np.ndarray]:
+    """Every official measure of ``ranked`` against the ideal ranking's labels ``ideal``.
+
+    ``ranked [lists, depth, subtopics]`` (the whole run, for NRBP),
+    ``ideal [lists, depth', subtopics]`` (:func:`ideal_ranking` over the
+    judged documents), ``n_subtopics [lists]`` (default: from ``ideal``).
+    Returns ``{measure name: [lists]}`` with ir_measures' names
+    (``alpha_nDCG@20``, ``ERR_IA@20``, ``nERR_IA@20``, ``NRBP``, ``nNRBP``,
+    ``P_IA@20``, ``StRecall@20``).
+    """
+    n = _n(ideal, n_subtopics)
+    run_gains, ideal_gains = novelty_gains(ranked, alpha), novelty_gains(ideal, alpha)
+    out: dict[str, np.ndarray] = {}
+    for k in cutoffs:
+        out[f"alpha_nDCG@{k}"] = _ratio(_dcg(run_gains, k), _dcg(ideal_gains, k))
+        out[f"ERR_IA@{k}"] = err_ia(ranked[:, :k], k, alpha, n)
+        out[f"nERR_IA@{k}"] = _ratio(_err(run_gains, k), _err(ideal_gains, k))
+        out[f"P_IA@{k}"] = precision_ia(ranked, k, n)
+        out[f"StRecall@{k}"] = s_recall(ranked, k, n)
+    out["NRBP"] = _nrbp(run_gains, alpha, beta, n)
+    out["nNRBP"] = _ratio(out["NRBP"], _nrbp(ideal_gains, alpha, beta, n))
+    return out

@@ -1,0 +1,170 @@
+"""Runs on disk: TREC run files and Parquet run tables, read and checked the way ndeval reads them.
+
+A run frame has the columns ``qid, docno, rank, score`` (PyTerrier's names);
+``rank`` starts at 1 within each ``qid``. The order of a run is ndeval's:
+
+* by ``rank`` when the run has ranks (ndeval's default; TREC run files always do),
+* otherwise by ``score`` descending, ties broken by ``docno`` descending (the
+  traditional trec_eval order, ndeval's ``-traditional``).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Iterable
+
+import numpy as np
+import pandas as pd
+
+from srdiv.io import InputError, atomic_path, read_parquet
+
+TREC_RUN_FIELDS = ("qid", "Q0", "docno", "rank", "score", "tag")
+RUN_COLUMNS = ("qid", "docno", "rank", "score")
+
+
+def read_fields(path: str | os.PathLike, names: tuple[str, ...]) -> pd.DataFrame:
+    """Whitespace-separated text file -> string columns ``names`` plus its 1-based ``line``.
+
+    Blank lines are skipped; a line with another number of fields, or a file
+    without any line, raises :class:`InputError` naming the file and line.
+    """
+    path = Path(path)
+    if not path.exists():
+        raise InputError(path, "file not found")
+    try:
+        lines = pd.Series(path.read_text().splitlines(), dtype=object)
+    except UnicodeDecodeError as err:
+        raise InputError(path, f"not a text file ({err.reason})") from None
+    fields = lines.str.split()
+    count = fields.str.len().to_numpy()
+    keep = count > 0
+    if not keep.any():
+        raise InputError(path, "empty file")
+    bad = np.flatnonzero(keep & (count != len(names)))
+    if bad.size:
+        raise InputError(path, f"expected {len(names)} fields ({' '.join(names)}), found {count[bad[0]]}",
+                         int(bad[0]) + 1)
+    frame = pd.DataFrame(fields[keep].tolist(), columns=list(names))
+    frame["line"] = np.flatnonzero(keep) + 1
+    return frame
+
+
+def parse_numbers(frame: pd.DataFrame, column: str, path: str | os.PathLike, integer: bool) -> pd.Series:
+    """Column -> int64 (``integer``) or finite float64, failing at the first bad line."""
+    values = pd.to_numeric(frame[column], errors="coerce").to_numpy(np.float64)
+    ok = np.isfinite(values)
+    if integer:
+        ok[ok] = values[ok] == np.round(values[ok])
+    if not ok.all():
+        i = int(np.flatnonzero(~ok)[0])
+        kind = "an integer" if integer else "a finite number"
+        raise InputError(path, f"{column} '{frame[column].iloc[i]}' is not {kind}{_where(frame, i)}",
+                         _line(frame, i))
+    return pd.Series(values.astype(np.int64) if integer else values, index=frame.index)
+
+
+def _line(frame: pd.DataFrame, i: int) -> int | None:
+    """Source line of row ``i`` (None for tables without lines)."""
+    return int(frame["line"].iloc[i]) if "line" in frame else None
+
+
+def _where(frame: pd.DataFrame, i: int) -> str:
+    """' (row N)' for tables without source lines, else ''."""
+    return "" if "line" in frame else f" (row {i + 1})"
+
+
+def check_run(run: pd.DataFrame, path: str | os.PathLike = "<run>", qids: Iterable[str] | None = None) -> None:
+    """Raise :class:`InputError` for a run ndeval would reject or we cannot evaluate.
+
+    Checks: at least one row; a ``docno`` at most once per ``qid``; when ranks
+    order the run, a rank at most once per ``qid``; with ``qids``, every
+    ``qid`` among them (the collection's topics).
+    """
+    if len(run) == 0:
+        raise InputError(path, "empty run")
+    if qids is not None:
+        unknown = ~run["qid"].isin(set(qids)).to_numpy()
+        if unknown.any():
+            i = int(np.flatnonzero(unknown)[0])
+            raise InputError(path, f"qid '{run['qid'].iloc[i]}' is not a topic of the collection{_where(run, i)}",
+                             _line(run, i))
+    for column in ("docno", "rank"):
+        if column not in run:
+            continue
+        dup = run.duplicated(["qid", column]).to_numpy()
+        if dup.any():
+            i = int(np.flatnonzero(dup)[0])
+            raise InputError(path, f"{column} '{run[column].iloc[i]}' appears twice for qid "
+                                   f"'{run['qid'].iloc[i]}'{_where(run, i)}", _line(run, i))
+
+
+def order_run(run: pd.DataFrame) -> pd.DataFrame:
+    """Sort a run in ndeval's order (see module docstring) and renumber ``rank`` 1..n per qid.
+
+    Returns ``qid, docno, rank, score``; a run without scores gets ``score = -rank``.
+    """
+    topic = pd.factorize(run["qid"])[0]  # topics keep their first-appearance order
+    if "rank" in run:
+        keys = (run["rank"].to_numpy(), topic)
+    else:
+        docno = pd.factorize(run["docno"], sort=True)[0]
+        keys = (-docno, -run["score"].to_numpy(np.float64), topic)
+    ordered = run.iloc[np.lexsort(keys)].reset_index(drop=True)
+    rank = ordered.groupby("qid", sort=False).cumcount().to_numpy() + 1
+    score = ordered["score"].to_numpy(np.float64) if "score" in ordered else -rank.astype(np.float64)
+    return pd.DataFrame({"qid": ordered["qid"].astype(str).astype(object),
+                         "docno": ordered["docno"].astype(str).astype(object),
+                         "rank": rank.astype(np.int32), "score": score})
+
+
+def read_trec_run(path: str | os.PathLike) -> pd.DataFrame:
+    """TREC run file (``qid Q0 docno rank score tag``) -> ``qid, docno, rank, score, line`` (file order)."""
+    frame = read_fields(path, TREC_RUN_FIELDS)
+    frame["rank"] = parse_numbers(frame, "rank", path, integer=True)
+    frame["score"] = parse_numbers(frame, "score", path, integer=False)
+    return frame[["qid", "docno", "rank", "score", "line"]]
+
+
+def read_run(path: str | os.PathLike, qids: Iterable[str] | None = None, by_score: bool = False) -> pd.DataFrame:
+    """Read and check a run -> ``qid, docno, rank, score`` in ndeval's order, rank from 1.
+
+    ``path`` is a TREC run file or a Parquet table (``.parquet``) with
+    ``qid, docno`` and ``score`` and/or ``rank``. With ``qids`` (the
+    collection's topics) an unknown qid is an error. ``by_score`` ignores the
+    file's ranks and orders by score (ndeval's ``-traditional``).
+    """
+    path = Path(path)
+    if path.suffix == ".parquet":
+        run = read_parquet(path)
+        missing = {"qid", "docno"} - set(run.columns)
+        if missing or not {"score", "rank"} & set(run.columns):
+            raise InputError(path, f"run table needs qid, docno and score or rank; has {list(run.columns)}")
+        run = run[[c for c in RUN_COLUMNS if c in run]].astype({"qid": str, "docno": str})
+        for column in ("rank", "score"):
+            if column in run:
+                run[column] = parse_numbers(run, column, path, integer=column == "rank")
+    else:
+        run = read_trec_run(path)
+    if by_score:
+        if "score" not in run:
+            raise InputError(path, "run has no scores to order by")
+        run = run.drop(columns="rank", errors="ignore")
+    check_run(run, path, qids)
+    return order_run(run)
+
+
+def write_trec_run(run: pd.DataFrame, path: str | os.PathLike, tag: str) -> None:
+    """Write a run frame (``qid, docno, score`` and/or ``rank``) as a TREC run file, atomically.
+
+    Rows are written in ndeval's order with ranks 1..n, so ndeval, trec_eval
+    and :func:`read_run` all see the same ranking.
+    """
+    if any(ch.isspace() for ch in tag) or not tag:
+        raise ValueError(f"run tag must be one non-empty word, got {tag!r}")
+    check_run(run)
+    ordered = order_run(run)
+    lines = (ordered["qid"] + " Q0 " + ordered["docno"] + " " + ordered["rank"].astype(str) + " "
+             + ordered["score"].astype(str) + f" {tag}\n")
+    with atomic_path(path) as tmp:
+        tmp.write_text("".join(lines))
