@@ -26,5 +26,23 @@ def subset(
     write_collection(subset_collection(coll, queries, folds, seed, extra_docs), out)
 
 
+@collection_app.command("trec-web")
+def trec_web(
+    source: Path = typer.Option(Path("data/external/trec-web-2009-2012"),
+                                help="Directory of the vendored TREC Web Track 2009-2012 files."),
+    out: Path = typer.Option(..., help="Output collection directory."),
+) -> None:
+    """TREC Web Track 2009-2012 diversity task: topics, suggestions, qrels, Lemur run, folds (no docs)."""
+    from srdiv.collection.schema import write_collection
+    from srdiv.collection.trec_web import build_trec_web
+
+    coll, notes = build_trec_web(source)
+    for note in notes:
+        typer.echo(f"note: {note}", err=True)
+    write_collection(coll, out)
+    typer.echo(f"{len(coll.topics)} topics, {coll.qrels['qid'].nunique()} judged, "
+               f"{len(coll.suggestions)} suggestions, {len(coll.run)} run rows -> {out}")
+
+
 def register(app: typer.Typer) -> None:
     app.add_typer(collection_app, name="collection")
