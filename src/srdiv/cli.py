@@ -21,6 +21,8 @@ app = typer.Typer(add_completion=False, no_args_is_help=True,
 COMMAND_MODULES = (
     "srdiv.collection.commands",
     "srdiv.metrics.commands",
+    "srdiv.text.commands",
+    "srdiv.features.commands",
     "srdiv.report.commands",
     "srdiv.workflow",
 )

@@ -1,0 +1,172 @@
+"""Assemble the stage outputs of one dataset into the training-ready :class:`Bundle`.
+
+Per query (topic order): candidates are the top ``rank_docs`` of the initial
+run in rank order; ``doc_vec`` from the document vectors, ``query_vec`` and
+the suggestion vectors from the pseudo-document vectors; relevance features
+of the query and of every kept suggestion; pairwise diversity features;
+labels from the qrels' ``rel`` against the official subtopics (qrels rows of
+other subtopic ids, like TREC 2009's ``0``, are not labels).
+
+Suggestions: level 1 in table order, the first ``max_subs`` that have a
+vector, weighted uniformly; level 2, the first ``max_subs2`` (in table order)
+whose parent was kept, with the parent's index. A suggestion without a
+pseudo-document vector (e.g. level 2 in the DSSA release) is left out and
+counted in a warning. Missing vectors and features of kept items are zeros
+(also counted).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from srdiv.collection.schema import Collection
+from srdiv.features.bundle import Bundle
+from srdiv.features.relevance import candidate_matrix, candidates, warn_missing
+from srdiv.io import InputError
+from srdiv.text.documents import doc_positions
+
+Vectors = tuple[pd.DataFrame, np.ndarray]
+"""A vector table: key frame and ``[rows, E]`` (see :func:`srdiv.text.embed.read_vectors`)."""
+
+
+def _slots(frame: pd.DataFrame, qids: list[str], cap: int) -> pd.DataFrame:
+    """``frame`` rows kept per query (the first ``cap``, in order) with ``q`` and ``slot`` columns."""
+    frame = frame.assign(q=pd.Index(qids).get_indexer(frame["qid"]))
+    frame = frame[frame["q"] >= 0]
+    frame = frame.assign(slot=frame.groupby("qid", sort=False).cumcount().to_numpy())
+    return frame[frame["slot"] < cap].reset_index(drop=True)
+
+
+def _lookup(keys: pd.DataFrame, matrix: np.ndarray, wanted: pd.DataFrame, on: list[str]) -> np.ndarray:
+    """Rows of ``matrix`` for the ``wanted`` keys; ``-1`` where absent."""
+    index = pd.MultiIndex.from_frame(keys[on].astype(str))
+    return index.get_indexer(pd.MultiIndex.from_frame(wanted[on].astype(str)))
+
+
+def _feature_columns(frame: pd.DataFrame, keys: list[str], name: str) -> list[str]:
+    columns = [c for c in frame.columns if c not in keys]
+    values = frame[columns].to_numpy(dtype=np.float64)
+    if not np.isfinite(values).all():
+        row = int(np.flatnonzero(~np.isfinite(values).all(axis=1))[0])
+        raise InputError(name, f"non-finite feature value in row {row + 1}")
+    return columns
+
+
+def build_bundle(coll: Collection, doc_vectors: Vectors, pseudo_vectors: Vectors, relevance: pd.DataFrame,
+                 diversity: pd.DataFrame, rank_docs: int = 50, max_subs: int = 10,
+                 max_subs2: int = 100) -> Bundle:
+    """The bundle of every topic of ``coll`` (shapes in :class:`srdiv.features.bundle.Bundle`).
+
+    ``doc_vectors``: keys ``docno``; ``pseudo_vectors``: keys ``qid, sugg_id``
+    (``""`` = the query); ``relevance``: ``qid, sugg_id, docno`` + F features;
+    ``diversity``: ``qid, docno_a, docno_b`` + R features.
+    """
+    qids = coll.qids
+    cands = candidates(coll, rank_docs)
+    empty = sorted(set(qids) - set(cands["qid"]))
+    if empty:
+        raise InputError("run.parquet", f"{len(empty)} topics have no candidate documents (e.g. {empty[0]})")
+    cand = candidate_matrix(cands, qids)  # [Q, D]
+    doc_mask = cand != ""
+    n_q, n_d = cand.shape
+    d_pos = pd.DataFrame({"qid": np.repeat(qids, n_d), "docno": cand.ravel(), "d": np.tile(np.arange(n_d), n_q)})
+    d_pos = d_pos[doc_mask.ravel()]
+
+    init_score = np.zeros((n_q, n_d), dtype=np.float32)
+    init_score[doc_mask] = (cands.set_index(["qid", "docno"])["score"]
+                            .groupby(level=[0, 1]).first()
+                            .reindex(pd.MultiIndex.from_frame(d_pos[["qid", "docno"]])).to_numpy())
+
+    keys, matrix = doc_vectors
+    rows = np.where(doc_mask, doc_positions(keys, cand), -1)
+    warn_missing(int((doc_mask & (rows < 0)).sum()), int(doc_mask.sum()), "candidates have no document vector",
+                 "their vectors are zero")
+    doc_vec = np.where(rows[..., None] >= 0, matrix[np.maximum(rows, 0)], 0.0).astype(np.float32)
+
+    # --- query and suggestion vectors
+    p_keys, p_matrix = pseudo_vectors
+    queries = pd.DataFrame({"qid": qids, "sugg_id": ""})
+    q_rows = _lookup(p_keys, p_matrix, queries, ["qid", "sugg_id"])
+    warn_missing(int((q_rows < 0).sum()), n_q, "queries have no pseudo-document vector", "their vectors are zero")
+    query_vec = np.where(q_rows[:, None] >= 0, p_matrix[np.maximum(q_rows, 0)], 0.0).astype(np.float32)
+
+    sugg = coll.suggestions.assign(row=lambda f: _lookup(p_keys, p_matrix, f, ["qid", "sugg_id"]))
+    warn_missing(int((sugg["row"] < 0).sum()), len(sugg), "suggestions have no pseudo-document vector",
+                 "they are left out")
+    sugg = sugg[sugg["row"] >= 0]
+    level1 = _slots(sugg[sugg["level"] == 1], qids, max_subs)
+    parents = level1.set_index(["qid", "sugg_id"])["slot"]
+    level2 = sugg[sugg["level"] == 2].assign(
+        parent_slot=lambda f: parents.reindex(pd.MultiIndex.from_frame(f[["qid", "parent"]])).to_numpy())
+    level2 = _slots(level2[level2["parent_slot"].notna()], qids, max_subs2)
+
+    def layer(kept: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+        size = max(int(kept["slot"].max()) + 1 if len(kept) else 0, 1)
+        mask = np.zeros((n_q, size), dtype=bool)
+        vec = np.zeros((n_q, size, p_matrix.shape[1]), dtype=np.float32)
+        mask[kept["q"], kept["slot"]] = True
+        vec[kept["q"], kept["slot"]] = p_matrix[kept["row"].to_numpy()]
+        return mask, vec
+
+    sub_mask, sub_vec = layer(level1)
+    sub_weight = (sub_mask / np.maximum(sub_mask.sum(1, keepdims=True), 1)).astype(np.float32)
+    sub2_mask, sub2_vec = layer(level2)
+    sub2_parent = np.full(sub2_mask.shape, -1, dtype=np.int64)
+    sub2_parent[level2["q"], level2["slot"]] = level2["parent_slot"].astype(np.int64)
+
+    # --- relevance features of the query (slot 0 of layer 0) and of kept suggestions
+    key_cols = ["qid", "sugg_id", "docno"]
+    names = _feature_columns(relevance, key_cols, "features/relevance.parquet")
+    targets = [np.zeros((n_q, n_d, len(names)), dtype=np.float32),
+               np.zeros((n_q, sub_mask.shape[1], n_d, len(names)), dtype=np.float32),
+               np.zeros((n_q, sub2_mask.shape[1], n_d, len(names)), dtype=np.float32)]
+    strings = pd.concat([queries.assign(q=np.arange(n_q), slot=0, layer=0),
+                         level1[["qid", "sugg_id", "q", "slot"]].assign(layer=1),
+                         level2[["qid", "sugg_id", "q", "slot"]].assign(layer=2)], ignore_index=True)
+    rel = relevance.merge(strings, on=["qid", "sugg_id"]).merge(d_pos, on=["qid", "docno"])
+    rel = rel.drop_duplicates(["qid", "sugg_id", "docno"])
+    expected = int(doc_mask.sum(1)[strings["q"]].sum())
+    warn_missing(expected - len(rel), expected, "(query or suggestion, candidate) pairs have no relevance features",
+                 "they are zero")
+    values = rel[names].to_numpy(dtype=np.float32)
+    for level, target in enumerate(targets):
+        part = (rel["layer"] == level).to_numpy()
+        if level == 0:
+            target[rel["q"][part], rel["d"][part]] = values[part]
+        else:
+            target[rel["q"][part], rel["slot"][part], rel["d"][part]] = values[part]
+    rel_feat, sub_feat, sub2_feat = targets
+
+    # --- pairwise diversity features (symmetric, zero diagonal)
+    div_names = _feature_columns(diversity, ["qid", "docno_a", "docno_b"], "features/diversity.parquet")
+    div = (diversity.merge(d_pos.rename(columns={"docno": "docno_a", "d": "a"}), on=["qid", "docno_a"])
+           .merge(d_pos.rename(columns={"docno": "docno_b", "d": "b"}), on=["qid", "docno_b"]))
+    div_feat = np.zeros((n_q, n_d, n_d, len(div_names)), dtype=np.float32)
+    q_idx = pd.Index(qids).get_indexer(div["qid"])
+    div_values = div[div_names].to_numpy(dtype=np.float32)
+    div_feat[q_idx, div["a"], div["b"]] = div_values
+    div_feat[q_idx, div["b"], div["a"]] = div_values
+    n_pairs = int((doc_mask.sum(1) * (doc_mask.sum(1) - 1) // 2).sum())
+    warn_missing(n_pairs - len(div.drop_duplicates(["qid", "docno_a", "docno_b"])), n_pairs,
+                 "candidate pairs have no diversity features", "they are zero")
+
+    # --- labels against the official subtopics
+    subtopics = _slots(coll.subtopics, qids, np.iinfo(np.int64).max)
+    n_s = max(int(subtopics["slot"].max()) + 1 if len(subtopics) else 0, 1)
+    label_mask = np.zeros((n_q, n_s), dtype=bool)
+    label_mask[subtopics["q"], subtopics["slot"]] = True
+    judged = (coll.qrels[coll.qrels["rel"] > 0]
+              .merge(subtopics[["qid", "sid", "q", "slot"]], on=["qid", "sid"])
+              .merge(d_pos, on=["qid", "docno"]))
+    labels = np.zeros((n_q, n_d, n_s), dtype=np.float32)
+    labels[judged["q"], judged["d"], judged["slot"]] = 1.0
+
+    return Bundle(
+        qids=np.asarray(qids, dtype=str), docnos=cand.astype(str), doc_mask=doc_mask, doc_vec=doc_vec,
+        query_vec=query_vec, rel_feat=rel_feat, init_score=init_score,
+        sub_vec=sub_vec, sub_feat=sub_feat, sub_mask=sub_mask, sub_weight=sub_weight,
+        sub2_vec=sub2_vec, sub2_feat=sub2_feat, sub2_mask=sub2_mask, sub2_parent=sub2_parent,
+        div_feat=div_feat, labels=labels, label_mask=label_mask,
+        feature_names=names, div_feature_names=div_names,
+    )

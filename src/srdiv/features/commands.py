@@ -1,0 +1,118 @@
+"""``srdiv features relevance|diversity``, ``srdiv import-dssa`` and ``srdiv bundle``."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from srdiv.text.commands import COLLECTION, DOCS, PARAMS, load_stage_params, report_times
+
+features_app = typer.Typer(no_args_is_help=True, help="Relevance and diversity features of candidates.")
+
+
+@features_app.command("relevance")
+def relevance(
+    collection: Path = COLLECTION,
+    docs: Optional[Path] = DOCS,
+    out: Path = typer.Option(..., help="Output table (features/relevance.parquet)."),
+    params: Optional[list[Path]] = PARAMS,
+) -> None:
+    """The 18 DSSA Table 5 features of every (query or suggestion, candidate) pair."""
+    from srdiv.collection.schema import load_collection
+    from srdiv.features.relevance import relevance_features
+    from srdiv.io import write_parquet
+    from srdiv.text.documents import load_docs
+    from srdiv.text.pseudo_docs import query_strings
+
+    tic = time.perf_counter()
+    coll = load_collection(collection)
+    table = relevance_features(coll, load_docs(collection, docs), query_strings(coll),
+                               load_stage_params(params, "features"))
+    write_parquet(table, out)
+    report_times("features relevance", {"total": time.perf_counter() - tic})
+
+
+@features_app.command("diversity")
+def diversity(
+    collection: Path = COLLECTION,
+    docs: Optional[Path] = DOCS,
+    vectors: Path = typer.Option(..., help="Document vectors of subtopic_div (e.g. embed/lda.parquet)."),
+    out: Path = typer.Option(..., help="Output table (features/diversity.parquet)."),
+    params: Optional[list[Path]] = PARAMS,
+) -> None:
+    """Pairwise diversity features (DSSA Table 6); without any document text, subtopic_div only."""
+    from srdiv.collection.schema import load_collection
+    from srdiv.features.diversity import diversity_features
+    from srdiv.io import write_parquet
+    from srdiv.text.documents import load_docs
+    from srdiv.text.embed import read_vectors
+
+    tic = time.perf_counter()
+    coll = load_collection(collection)
+    has_text = docs is not None or (collection / "docs.parquet").exists()
+    table = diversity_features(coll, load_docs(collection, docs) if has_text else None, read_vectors(vectors),
+                               int(load_stage_params(params, "features")["rank_docs"]))
+    write_parquet(table, out)
+    report_times("features diversity", {"total": time.perf_counter() - tic})
+
+
+def import_dssa(
+    collection: Path = COLLECTION,
+    release: Path = typer.Option(..., help="Directory with doc.emb, query.emb and rel_feat.csv."),
+    candidates: Optional[Path] = typer.Option(None, help="Release candidate lists as JSON, checked against the run."),
+    embed_out: Path = typer.Option(..., help="Document vectors (embed/lda.parquet)."),
+    pseudo_docs_out: Path = typer.Option(..., help="Query/suggestion vectors (pseudo_docs/lda.parquet)."),
+    relevance_out: Path = typer.Option(..., help="Relevance features (features/relevance.parquet)."),
+    params: Optional[list[Path]] = PARAMS,
+) -> None:
+    """Read the precomputed DSSA release into the tables the text stages write."""
+    from srdiv.collection.schema import load_collection
+    from srdiv.features.dssa_import import check_candidates, import_release
+    from srdiv.io import write_parquet
+    from srdiv.text.embed import write_vectors
+
+    coll = load_collection(collection)
+    if candidates is not None:
+        check_candidates(coll, candidates, int(load_stage_params(params, "features")["rank_docs"]))
+    doc_vectors, pseudo_vectors, rel = import_release(coll, release)
+    write_vectors(*doc_vectors, embed_out)
+    write_vectors(*pseudo_vectors, pseudo_docs_out)
+    write_parquet(rel, relevance_out)
+    typer.echo(f"{len(doc_vectors[0])} document vectors, {len(pseudo_vectors[0])} query/suggestion vectors, "
+               f"{len(rel)} feature rows", err=True)
+
+
+def bundle(
+    collection: Path = COLLECTION,
+    doc_vectors: Path = typer.Option(..., help="Document vectors (embed/<repr>.parquet)."),
+    pseudo_vectors: Path = typer.Option(..., help="Query/suggestion vectors (pseudo_docs/<repr>.parquet)."),
+    relevance: Path = typer.Option(..., help="features/relevance.parquet."),
+    diversity: Path = typer.Option(..., help="features/diversity.parquet."),
+    out: Path = typer.Option(..., help="Output bundle (bundle/<repr>.npz)."),
+    params: Optional[list[Path]] = PARAMS,
+) -> None:
+    """Assemble the training-ready bundle every model reads."""
+    from srdiv.collection.schema import load_collection
+    from srdiv.features.assemble import build_bundle
+    from srdiv.io import read_parquet
+    from srdiv.text.embed import read_vectors
+
+    tic = time.perf_counter()
+    stage = load_stage_params(params, "features")
+    result = build_bundle(
+        load_collection(collection), read_vectors(doc_vectors), read_vectors(pseudo_vectors),
+        read_parquet(relevance), read_parquet(diversity), rank_docs=int(stage["rank_docs"]),
+        max_subs=int(stage["max_subs"]), max_subs2=int(stage["max_subs2"]),
+    )
+    result.save(out)
+    typer.echo(f"bundle: {result.dims} in {time.perf_counter() - tic:.1f} s -> {out}", err=True)
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``features``, ``import-dssa`` and ``bundle`` to the CLI."""
+    app.add_typer(features_app, name="features")
+    app.command("import-dssa")(import_dssa)
+    app.command("bundle")(bundle)

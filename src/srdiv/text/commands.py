@@ -1,0 +1,63 @@
+"""``srdiv embed`` and ``srdiv pseudo-docs``: document and query/suggestion vectors."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+COLLECTION = typer.Option(..., help="Collection directory.")
+DOCS = typer.Option(None, "--docs", help="Documents file (.jsonl/.parquet) used instead of the collection's.")
+PARAMS = typer.Option(None, "--params", help="params.yaml (repeat to merge overlays).")
+
+
+def load_stage_params(paths: list[Path] | None, name: str) -> dict:
+    """Section ``name`` of the merged params files over the code defaults (defaults alone without files)."""
+    from srdiv.params import load_params
+    from srdiv.text.defaults import stage_params
+
+    return stage_params(load_params(paths) if paths else {}, name)
+
+
+def report_times(stage: str, times: dict[str, float]) -> None:
+    """One stderr line with the seconds each step took."""
+    steps = ", ".join(f"{name} {seconds:.1f} s" for name, seconds in times.items())
+    typer.echo(f"{stage}: {steps}", err=True)
+
+
+def embed(
+    collection: Path = COLLECTION,
+    docs: Optional[Path] = DOCS,
+    out: Path = typer.Option(..., help="Output directory (doc2vec.parquet, lda.parquet, trained models)."),
+    params: Optional[list[Path]] = PARAMS,
+) -> None:
+    """Train doc2vec (PV-DBOW) and LDA on all documents; write their vectors and models."""
+    from srdiv.text.documents import load_docs
+    from srdiv.text.embed import embed_documents
+
+    report_times("embed", embed_documents(load_docs(collection, docs), load_stage_params(params, "embed"), out))
+
+
+def pseudo_docs(
+    collection: Path = COLLECTION,
+    docs: Optional[Path] = DOCS,
+    embed_dir: Path = typer.Option(..., help="Output directory of 'srdiv embed' (trained models)."),
+    out: Path = typer.Option(..., help="Output directory (doc2vec.parquet, lda.parquet)."),
+    params: Optional[list[Path]] = PARAMS,
+) -> None:
+    """Vectors of queries and suggestions from their top-Z BM25 pseudo-documents."""
+    from srdiv.collection.schema import load_collection
+    from srdiv.text.documents import load_docs
+    from srdiv.text.pseudo_docs import pseudo_document_vectors
+
+    features = load_stage_params(params, "features")
+    stage = {**load_stage_params(params, "pseudo_docs"), "k1": features["k1"], "b": features["b"]}
+    coll = load_collection(collection)
+    report_times("pseudo-docs", pseudo_document_vectors(coll, load_docs(collection, docs), embed_dir, stage, out))
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``embed`` and ``pseudo-docs`` to the CLI."""
+    app.command("embed")(embed)
+    app.command("pseudo-docs")(pseudo_docs)

@@ -1,0 +1,55 @@
+"""Defaults of the ``embed``, ``pseudo_docs`` and ``features`` sections of ``params.yaml``.
+
+Every text stage reads its parameters through :func:`stage_params`, which
+merges the file's section over these defaults, so a key missing from
+``params.yaml`` takes the value written here and nowhere else.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from srdiv.params import merge, section
+
+DEFAULTS: dict[str, dict[str, Any]] = {
+    "embed": {
+        "doc2vec": {
+            "vector_size": 100,   # DSSA/DESA
+            "window": 5,          # DSSA/DESA; NTN and MDP-DIV used 8
+            "alpha": 0.025,
+            "min_alpha": 0.0001,
+            "min_count": 2,
+            "negative": 5,
+            "epochs": 20,
+            "workers": 1,         # 1 = reproducible bit for bit; more threads train faster, not reproducibly
+        },
+        "lda": {
+            "num_topics": 100,    # DSSA's best representation
+            "passes": 1,
+            "iterations": 50,
+            "chunksize": 2000,
+            "no_below": 2,        # drop terms in fewer documents
+            "no_above": 0.5,      # drop terms in a larger share of documents
+        },
+    },
+    "pseudo_docs": {
+        "z": 20,                  # top-Z BM25 documents per query or suggestion
+        "field": "text",          # the field searched (see srdiv.text.documents.FIELDS)
+        "infer_epochs": None,     # doc2vec inference epochs (None = training epochs)
+    },
+    "features": {
+        "rank_docs": 50,          # candidates = top rank_docs of the initial run
+        "k1": 1.2,                # BM25
+        "b": 0.75,                # BM25
+        "mu": 2000.0,             # LMIR Dirichlet prior
+        "max_subs": 10,           # level-1 suggestions kept per query (bundle)
+        "max_subs2": 100,         # level-2 suggestions kept per query (bundle)
+    },
+}
+
+
+def stage_params(params: dict, name: str) -> dict[str, Any]:
+    """Section ``name`` of the loaded params merged over :data:`DEFAULTS`, plus the global ``seed``."""
+    out = merge(DEFAULTS[name], section(params, name))
+    out["seed"] = int(params.get("seed", 0))
+    return out

@@ -1,0 +1,251 @@
+"""Distributed document representations: doc2vec (PV-DBOW) and LDA topic vectors.
+
+DSSA (Section 4.1) represents a document by a vector e_d from SVD, LDA or
+doc2vec; LDA with 100 topics was its best, and NTN used the PLSA analogue.
+DSSA/DESA train doc2vec with window 5, NTN and MDP-DIV with 8. Both models
+learn from all documents (title, body, anchor and URL text analysed by
+:func:`srdiv.text.analysis.tokenize`); queries and suggestions get theirs
+from pseudo-documents (:mod:`srdiv.text.pseudo_docs`), never from their own
+few words.
+
+Determinism: gensim trains doc2vec bit for bit reproducibly only with one
+worker thread (``workers: 1``, the default); more threads are faster but
+interleave updates nondeterministically. LDA runs in one process with a fixed
+``random_state``. Inference (:func:`infer_doc2vec`, :func:`lda_topics`)
+reseeds before every document, so a vector never depends on what was
+inferred before it.
+
+Vector tables are Parquet with key columns and ``vector`` as ``list<float32>``
+(:func:`write_vectors`, :func:`read_vectors`).
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import warnings
+import zlib
+from pathlib import Path
+from unittest import mock
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+import scipy.sparse as sp
+from tqdm.auto import tqdm
+
+from srdiv.io import InputError, atomic_path
+
+
+# ------------------------------------------------------------------ vector tables
+def write_vectors(keys: pd.DataFrame, vectors: np.ndarray, path: str | os.PathLike) -> None:
+    """Write ``keys`` (e.g. ``docno`` or ``qid, sugg_id``) with ``vectors [rows, E]`` as ``vector``."""
+    vectors = np.ascontiguousarray(vectors, dtype=np.float32)
+    rows, dim = vectors.shape
+    offsets = pa.array(np.arange(rows + 1, dtype=np.int32) * dim)
+    column = pa.ListArray.from_arrays(offsets, pa.array(vectors.ravel()))
+    table = pa.Table.from_pandas(keys.reset_index(drop=True), preserve_index=False)
+    table = table.append_column("vector", column)
+    with atomic_path(path) as tmp:
+        pq.write_table(table, tmp, compression="zstd")
+
+
+def read_vectors(path: str | os.PathLike) -> tuple[pd.DataFrame, np.ndarray]:
+    """Read a vector table: ``(keys frame, vectors [rows, E] float32)``."""
+    path = Path(path)
+    if not path.exists():
+        raise InputError(path, "vector table not found")
+    table = pq.read_table(path)
+    if "vector" not in table.column_names:
+        raise InputError(path, "vector table lacks the 'vector' column")
+    column = table.column("vector").combine_chunks()
+    lengths = np.diff(column.offsets.to_numpy())
+    dim = int(lengths[0]) if len(lengths) else 0
+    if len(lengths) and (lengths != dim).any():
+        raise InputError(path, "vectors of different lengths")
+    vectors = column.flatten().to_numpy(zero_copy_only=False).astype(np.float32).reshape(len(lengths), dim)
+    return table.drop(["vector"]).to_pandas(), vectors
+
+
+def warn_zero(n: int, total: int, what: str) -> None:
+    """Warn that ``n`` of ``total`` items fell back to zero vectors."""
+    if n:
+        warnings.warn(f"{n} of {total} {what}; their vectors are set to zero", stacklevel=3)
+
+
+# ------------------------------------------------------------------------ doc2vec
+def train_doc2vec(tokens: list[list[str]], params: dict, seed: int):
+    """Train PV-DBOW (``dm=0``) paragraph vectors, one per document (tag = row index).
+
+    ``params``: the ``embed.doc2vec`` section (vector_size, window, alpha,
+    min_alpha, min_count, negative, epochs, workers, dbow_words).
+    """
+    from gensim.models.doc2vec import Doc2Vec, TaggedDocument
+
+    corpus = [TaggedDocument(words, [i]) for i, words in enumerate(tokens)]
+    return Doc2Vec(
+        corpus, dm=0, dbow_words=int(params.get("dbow_words", 0)),
+        vector_size=int(params["vector_size"]), window=int(params["window"]),
+        alpha=float(params["alpha"]), min_alpha=float(params["min_alpha"]),
+        min_count=int(params["min_count"]), negative=int(params["negative"]),
+        epochs=int(params["epochs"]), workers=int(params["workers"]), seed=seed,
+    )
+
+
+def doc2vec_vectors(model, tokens: list[list[str]]) -> np.ndarray:
+    """Trained document vectors ``[docs, E]``; a document with no word in the vocabulary gets zeros."""
+    vectors = model.dv.vectors[: len(tokens)].astype(np.float32).copy()
+    empty = np.array([not any(w in model.wv.key_to_index for w in words) for words in tokens], dtype=bool)
+    vectors[empty] = 0.0
+    warn_zero(int(empty.sum()), len(tokens), "documents have no word in the doc2vec vocabulary")
+    return vectors
+
+
+def _stable_hash(text: str) -> int:
+    """A hash of ``text`` that is the same in every process (Python's ``hash`` of str is not)."""
+    return zlib.crc32(text.encode("utf-8"))
+
+
+def infer_doc2vec(model, token_lists: list[list[str]], seed: int, epochs: int | None = None,
+                  desc: str = "doc2vec inference") -> np.ndarray:
+    """Infer vectors ``[texts, E]`` of new texts; a text with no known word gets zeros.
+
+    gensim seeds a new text's starting vector with Python's per-process
+    ``hash`` of the text and draws negative samples from the model's shared
+    generator; here the start uses a process-independent hash and the
+    generator is reset to ``seed`` before every text, so results are
+    reproducible and independent of order.
+    """
+    from gensim.models import doc2vec
+    from gensim.models.keyedvectors import pseudorandom_weak_vector
+
+    out = np.zeros((len(token_lists), model.vector_size), dtype=np.float32)
+    known = model.wv.key_to_index
+    start = functools.partial(pseudorandom_weak_vector, hashfxn=_stable_hash)
+    with mock.patch.object(doc2vec, "pseudorandom_weak_vector", start):
+        for i, words in enumerate(tqdm(token_lists, desc=desc, leave=False)):
+            if any(w in known for w in words):
+                model.random = np.random.RandomState(seed)
+                out[i] = model.infer_vector(words, epochs=epochs)
+    return out
+
+
+# ---------------------------------------------------------------------------- LDA
+def prune_vocabulary(bow: sp.csr_matrix, no_below: int, no_above: float) -> np.ndarray:
+    """Term columns kept for LDA: in at least ``no_below`` documents and at most a ``no_above`` share."""
+    df = np.bincount(bow.indices, minlength=bow.shape[1])
+    return np.flatnonzero((df >= no_below) & (df <= no_above * bow.shape[0]))
+
+
+def train_lda(bow: sp.csr_matrix, terms: list[str], params: dict, seed: int):
+    """Train LDA (Blei et al. 2003, online variational Bayes) on counts ``bow [docs, terms]``.
+
+    ``params``: the ``embed.lda`` section (num_topics, passes, iterations, chunksize).
+    ``terms`` name the columns of ``bow``.
+    """
+    from gensim.matutils import Sparse2Corpus
+    from gensim.models import LdaModel
+
+    return LdaModel(
+        Sparse2Corpus(bow, documents_columns=False), id2word=dict(enumerate(terms)),
+        num_topics=int(params["num_topics"]), passes=int(params["passes"]),
+        iterations=int(params["iterations"]), chunksize=int(params["chunksize"]),
+        random_state=seed,
+    )
+
+
+def lda_topics(model, bow: sp.csr_matrix, seed: int, chunk: int = 4096) -> np.ndarray:
+    """Topic distributions ``[docs, topics]`` (normalised variational gamma); empty rows get zeros.
+
+    ``bow [docs, terms]`` uses the model's term ids. The inference generator is
+    reset to ``seed`` before each chunk of ``chunk`` rows.
+    """
+    from gensim.matutils import Sparse2Corpus
+
+    out = np.zeros((bow.shape[0], model.num_topics), dtype=np.float32)
+    bow = sp.csr_matrix(bow)
+    for start in tqdm(range(0, bow.shape[0], chunk), desc="LDA inference", leave=False):
+        part = bow[start:start + chunk]
+        model.random_state = np.random.RandomState(seed)
+        gamma, _ = model.inference(list(Sparse2Corpus(part, documents_columns=False)))
+        out[start:start + part.shape[0]] = gamma / gamma.sum(axis=1, keepdims=True)
+    out[bow.getnnz(axis=1) == 0] = 0.0
+    return out
+
+
+def remap_columns(bow: sp.csr_matrix, terms: list[str], vocab: dict[str, int]) -> sp.csr_matrix:
+    """Counts ``[rows, len(vocab)]`` from ``bow`` whose columns are named by ``terms``; unknown terms dropped."""
+    target = np.array([vocab.get(t, -1) for t in terms], dtype=np.int64)
+    coo = bow.tocoo()
+    keep = target[coo.col] >= 0
+    return sp.csr_matrix((coo.data[keep], (coo.row[keep], target[coo.col[keep]])),
+                         shape=(bow.shape[0], len(vocab)))
+
+
+# ------------------------------------------------------------------------- stage
+MODEL_FILES = {"doc2vec": "doc2vec.model", "lda": "lda.model"}
+"""Trained models in the stage's output directory (gensim's own format, with companion files)."""
+
+
+def save_model(model, out_dir: Path, name: str) -> None:
+    """gensim ``save`` into a temporary folder, then move every file into ``out_dir`` (all or nothing)."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix=".save-", dir=out_dir) as tmp:
+        model.save(str(Path(tmp) / name))
+        for file in sorted(Path(tmp).iterdir()):
+            os.replace(file, out_dir / file.name)
+
+
+def load_model(embed_dir: str | os.PathLike, kind: str):
+    """Load the trained ``doc2vec`` or ``lda`` model saved by :func:`embed_documents`."""
+    from gensim.models import Doc2Vec, LdaModel
+
+    path = Path(embed_dir) / MODEL_FILES[kind]
+    if not path.exists():
+        raise InputError(path, f"trained {kind} model not found (run 'srdiv embed' first)")
+    return (Doc2Vec if kind == "doc2vec" else LdaModel).load(str(path))
+
+
+def lda_vocabulary(model) -> dict[str, int]:
+    """Term -> column id of a trained LDA model."""
+    return {term: i for i, term in model.id2word.items()}
+
+
+def embed_documents(docs: pd.DataFrame, params: dict, out_dir: str | os.PathLike) -> dict[str, float]:
+    """Train doc2vec and LDA on ``docs`` and write ``doc2vec.parquet``, ``lda.parquet`` and the models.
+
+    ``params``: the ``embed`` section from :func:`srdiv.text.defaults.stage_params`.
+    Returns seconds per step.
+    """
+    import time
+
+    from srdiv.text.analysis import tokenize_many
+    from srdiv.text.documents import TEXT_COLUMNS, join_columns
+    from srdiv.text.sparse import FieldIndex
+
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    seed, times = params["seed"], {}
+    texts = join_columns(docs, TEXT_COLUMNS)
+    keys = docs[["docno"]]
+
+    tic = time.perf_counter()
+    tokens = tokenize_many(texts)
+    doc2vec = train_doc2vec(tokens, params["doc2vec"], seed)
+    save_model(doc2vec, out_dir, MODEL_FILES["doc2vec"])
+    write_vectors(keys, doc2vec_vectors(doc2vec, tokens), out_dir / "doc2vec.parquet")
+    times["doc2vec"] = time.perf_counter() - tic
+
+    tic = time.perf_counter()
+    index = FieldIndex.from_texts(texts)
+    lda_params = params["lda"]
+    keep = prune_vocabulary(index.tf, int(lda_params["no_below"]), float(lda_params["no_above"]))
+    lda = train_lda(index.tf[:, keep], [index.terms[i] for i in keep], lda_params, seed)
+    save_model(lda, out_dir, MODEL_FILES["lda"])
+    topics = lda_topics(lda, index.tf[:, keep], seed)
+    warn_zero(int((~topics.any(axis=1)).sum()), len(docs), "documents have no word in the LDA vocabulary")
+    write_vectors(keys, topics, out_dir / "lda.parquet")
+    times["lda"] = time.perf_counter() - tic
+    return times
