@@ -128,6 +128,8 @@ def test_other_candidates_and_context_order(bundle):
     torch.testing.assert_close(alone[:, 0], ref[:, 0])
     noisy["doc_vec"][:, 1] += 3.0  # a context document: it does matter
     assert not torch.allclose(model.context_scores(noisy, ctx, cand)[:, 0], ref[:, 0])
+    with_context = model.context_scores(data, ctx, torch.tensor([[0, 1, 2, 3, 4]] * 3))  # as the loss asks
+    torch.testing.assert_close(with_context[:, 2:], ref)
     swapped = model.context_scores(data, ctx.flip(1), cand)  # order matters through the sequence mask
     assert not torch.allclose(swapped, ref)
 

@@ -145,7 +145,8 @@ class DESA(DiversityModel):
         The context's own scores are then equal in both rankings of a
         list-pairwise sample ``([C, d1], [C, d2])``, so the difference of the
         ranking scores (Eq. 12) is the difference of the candidates' scores,
-        ``s_r1 - s_r2 = s_d1 - s_d2`` (Eq. 14). Padded candidates score 0.
+        ``s_r1 - s_r2 = s_d1 - s_d2`` (Eq. 14). Padded candidates score 0; a
+        candidate already in the context gets its score at its context rank.
         """
         b, n_docs = batch["doc_mask"].shape
         device = context.device
@@ -156,7 +157,7 @@ class DESA(DiversityModel):
         in_context = rank < n_docs
         is_candidate = torch.zeros((b, n_docs + 1), dtype=torch.bool, device=device)
         is_candidate.scatter_(1, slot(candidates), True)
-        is_candidate = is_candidate[:, :n_docs]
+        is_candidate = is_candidate[:, :n_docs] & ~in_context
         sees_earlier = in_context[:, :, None] & (rank[:, None, :] <= rank[:, :, None])
         allowed = in_context[:, None, :] & (sees_earlier | is_candidate[:, :, None])
         scores = self._scores(batch, allowed | _eye(n_docs, device), candidates.clamp(min=0))
