@@ -62,16 +62,21 @@ CELLS = {"vanilla": nn.RNNCell, "gru": nn.GRUCell, "lstm": nn.LSTMCell}
 class Subtopics:
     """The query and suggestions of a batch as one flat list of ``T`` subtopics.
 
-    vec ``[B, T, E]`` (e_i), feat ``[B, T, D, F]`` (x_{d,i}), mask ``[B, T]``,
-    weight ``[B, T]`` initial importance w_i, layer ``[T]`` long (layer index,
-    set by :func:`_stack`).
+    vec ``[B, T, E]`` (e_i), mask ``[B, T]``, weight ``[B, T]`` initial
+    importance w_i, layer ``[T]`` long (layer index, set by :func:`_stack`),
+    feats: the features x_{d,i} ``[B, T_g, D, F]`` of each group of subtopics,
+    kept apart (not concatenated) so that only their projections are copied.
     """
 
     vec: torch.Tensor
-    feat: torch.Tensor
     mask: torch.Tensor
     weight: torch.Tensor
+    feats: list[torch.Tensor]
     layer: torch.Tensor | None = None
+
+    def project(self, w: nn.Linear) -> torch.Tensor:
+        """x_{d,i}^T w for every subtopic and candidate: ``[B, T, D]``."""
+        return torch.cat([w(f).squeeze(-1) for f in self.feats], 1)
 
 
 class SubtopicAttentionRanker(DiversityModel):
@@ -120,18 +125,15 @@ class SubtopicAttentionRanker(DiversityModel):
         raise NotImplementedError
 
     # --- the network ------------------------------------------------------------
-    def relevance(self, batch: Batch, subs: Subtopics, docs: torch.Tensor) -> torch.Tensor:
-        """r(d, i) = S'(e_d, e_i) + x_{d,i}^T w_r (Eq. 10-11) for ``docs`` ``[B, N]`` -> ``[B, T, N]``."""
-        e_d = _rows(batch["doc_vec"], docs)                                  # [B, N, E]
-        if self.W_s is not None:
-            e_d = e_d @ self.W_s
-        sim = subs.vec @ e_d.transpose(1, 2)                                 # [B, T, N]
-        feats = self.w_r(_cols(subs.feat, docs)).squeeze(-1)                 # [B, T, N]
-        return (sim + feats).masked_fill(~subs.mask[..., None], 0.0)
+    def relevance(self, batch: Batch, subs: Subtopics) -> torch.Tensor:
+        """r(d, i) = S'(e_d, e_i) + x_{d,i}^T w_r (Eq. 10-11) of every candidate: ``[B, T, D]``."""
+        e_d = batch["doc_vec"] if self.W_s is None else batch["doc_vec"] @ self.W_s   # [B, D, E]
+        rel = subs.vec @ e_d.transpose(1, 2) + subs.project(self.w_r)
+        return rel.masked_fill(~subs.mask[..., None], 0.0)
 
-    def coverage(self, subs: Subtopics, docs: torch.Tensor) -> torch.Tensor:
-        """x_{d,i}^T w_p, the max-pooled signal of Eq. (7), for ``docs`` ``[B, N]`` -> ``[B, T, N]``."""
-        return self.w_p(_cols(subs.feat, docs)).squeeze(-1)
+    def coverage(self, subs: Subtopics) -> torch.Tensor:
+        """x_{d,i}^T w_p of every candidate, the signal max-pooled in Eq. (7): ``[B, T, D]``."""
+        return subs.project(self.w_p)
 
     def attention(self, h: torch.Tensor, subs: Subtopics, pooled: torch.Tensor | None) -> torch.Tensor:
         """beta_{layer(i)} a_{t,i} ``[B, T]`` from h_{t-1} ``[B, U]`` and the max-pooled signal ``[B, T]``."""
@@ -178,10 +180,10 @@ class SubtopicAttentionRanker(DiversityModel):
                 state = self.step(state, x[:, j], valid[:, j])
         pooled = None
         if self.max_pooling and context.shape[1]:
-            signal = self.coverage(subs, context).masked_fill(~valid[:, None], NEG_INF).amax(2)
+            signal = _cols(self.coverage(subs), context).masked_fill(~valid[:, None], NEG_INF).amax(2)
             pooled = torch.where(torch.isinf(signal), 0.0, signal)           # no selected doc: 0
         coef = self.attention(state[0], subs, pooled)                         # [B, T]
-        return (coef[..., None] * self.relevance(batch, subs, candidates)).sum(1)
+        return _mix(coef, _cols(self.relevance(batch, subs), candidates))
 
     @torch.no_grad()
     def rank(self, batch: Batch) -> torch.Tensor:
@@ -192,15 +194,15 @@ class SubtopicAttentionRanker(DiversityModel):
         rows = torch.arange(n_queries, device=mask.device)
         docs = torch.arange(n_docs, device=mask.device).expand(n_queries, n_docs)
         subs = self.subtopics(batch)
-        rel = self.relevance(batch, subs, docs)                               # [B, T, D]
-        signal = self.coverage(subs, docs) if self.max_pooling else None      # [B, T, D]
+        rel = self.relevance(batch, subs)                                     # [B, T, D]
+        signal = self.coverage(subs) if self.max_pooling else None            # [B, T, D]
         inputs = self.rnn_inputs(batch, docs)                                 # [B, D, in]
         state = self.initial_state(batch)
         pooled = None
         order = torch.full((n_queries, n_docs), -1, dtype=torch.long, device=mask.device)
         remaining = mask.clone()
         for t in range(int(mask.sum(1).max())):
-            scores = (self.attention(state[0], subs, pooled)[..., None] * rel).sum(1)
+            scores = _mix(self.attention(state[0], subs, pooled), rel)
             best = scores.masked_fill(~remaining, NEG_INF).argmax(1)
             active = remaining.any(1)
             order[:, t] = torch.where(active, best, order[:, t])
@@ -267,10 +269,9 @@ class HDSSA(SubtopicAttentionRanker):
         mask2 = batch["sub2_mask"] & (parent >= 0)
         children = torch.zeros_like(level1.weight).scatter_add(1, parent.clamp(min=0), mask2.float())
         share = level1.weight / children.clamp(min=1)                         # [B, K]
-        level2 = Subtopics(
-            batch["sub2_vec"], batch["sub2_feat"], mask2, torch.where(mask2, share.gather(1, parent.clamp(min=0)), 0.0)
-        )
-        childless = Subtopics(level1.vec, level1.feat, level1.mask & (children == 0), level1.weight)
+        weight2 = torch.where(mask2, share.gather(1, parent.clamp(min=0)), 0.0)
+        level2 = Subtopics(batch["sub2_vec"], mask2, weight2, [batch["sub2_feat"]])
+        childless = Subtopics(level1.vec, level1.mask & (children == 0), level1.weight, level1.feats)
         return _stack([[_query_as_subtopic(batch)], [level1], [level2, childless]])
 
 
@@ -286,22 +287,25 @@ def _rows(x: torch.Tensor, docs: torch.Tensor) -> torch.Tensor:
     return x.gather(1, idx.expand(*docs.shape, *x.shape[2:]))
 
 
-def _cols(feat: torch.Tensor, docs: torch.Tensor) -> torch.Tensor:
-    """``feat`` ``[B, T, D, F]`` at ``docs`` ``[B, N]`` -> ``[B, T, N, F]``."""
-    b, t, _, f = feat.shape
-    idx = docs.clamp(min=0)[:, None, :, None].expand(b, t, docs.shape[1], f)
-    return feat.gather(2, idx)
+def _cols(x: torch.Tensor, docs: torch.Tensor) -> torch.Tensor:
+    """``x`` ``[B, T, D]`` at ``docs`` ``[B, N]`` (-1 -> doc 0) -> ``[B, T, N]``."""
+    return x.gather(2, docs.clamp(min=0)[:, None, :].expand(x.shape[0], x.shape[1], docs.shape[1]))
+
+
+def _mix(coef: torch.Tensor, rel: torch.Tensor) -> torch.Tensor:
+    """s_d = sum_i coef_i r(d, i): ``coef [B, T]``, ``rel [B, T, N]`` -> ``[B, N]`` (Eq. 9, 15)."""
+    return (coef[:, None, :] @ rel).squeeze(1)
 
 
 def _query_as_subtopic(batch: Batch) -> Subtopics:
     """The query as a subtopic: e_q, x_{d,q}, weight 1."""
     n = batch["query_vec"].shape[0]
     ones = batch["query_vec"].new_ones(n, 1)
-    return Subtopics(batch["query_vec"][:, None], batch["rel_feat"][:, None], ones.bool(), ones)
+    return Subtopics(batch["query_vec"][:, None], ones.bool(), ones, [batch["rel_feat"][:, None]])
 
 
 def _level1(batch: Batch) -> Subtopics:
-    return Subtopics(batch["sub_vec"], batch["sub_feat"], batch["sub_mask"], batch["sub_weight"])
+    return Subtopics(batch["sub_vec"], batch["sub_mask"], batch["sub_weight"], [batch["sub_feat"]])
 
 
 def _stack(layers: list[list[Subtopics]]) -> Subtopics:
@@ -310,9 +314,9 @@ def _stack(layers: list[list[Subtopics]]) -> Subtopics:
     sizes = [sum(p.mask.shape[1] for p in groups) for groups in layers]
     layer = torch.repeat_interleave(torch.arange(len(layers)), torch.tensor(sizes))
     return Subtopics(
-        vec=torch.cat([p.vec for p in parts], 1), feat=torch.cat([p.feat for p in parts], 1),
-        mask=torch.cat([p.mask for p in parts], 1),
-        weight=torch.cat([p.weight for p in parts], 1).float(), layer=layer.to(parts[0].mask.device),
+        vec=torch.cat([p.vec for p in parts], 1), mask=torch.cat([p.mask for p in parts], 1),
+        weight=torch.cat([p.weight for p in parts], 1).float(), feats=[f for p in parts for f in p.feats],
+        layer=layer.to(parts[0].mask.device),
     )
 
 
