@@ -53,15 +53,12 @@ def s_stem(word: str) -> str:
     return word
 
 
-def tokenize(text: str) -> list[str]:
-    """Analysed tokens of one text, in order (duplicates kept)."""
-    return [
-        s_stem(tok)
-        for tok in _TOKEN.findall(text.lower())
-        if len(tok) > 1 and tok not in STOPWORDS
-    ]
+def tokenize(text: str, stem: bool = True) -> list[str]:
+    """Analysed tokens of one text, in order (duplicates kept); ``stem=False`` skips step 4."""
+    tokens = [tok for tok in _TOKEN.findall(text.lower()) if len(tok) > 1 and tok not in STOPWORDS]
+    return [s_stem(tok) for tok in tokens] if stem else tokens
 
 
-def tokenize_many(texts: Iterable[str]) -> list[list[str]]:
+def tokenize_many(texts: Iterable[str], stem: bool = True) -> list[list[str]]:
     """:func:`tokenize` applied to each text."""
-    return [tokenize(text) for text in texts]
+    return [tokenize(text, stem) for text in texts]

@@ -39,7 +39,7 @@ from srdiv.text.analysis import tokenize_many
 MODELS = ("bm25", "tfidf", "lmir")
 
 
-def _count_matrix(token_lists: list[list[str]], vocab: dict[str, int]) -> sp.csr_matrix:
+def count_matrix(token_lists: list[list[str]], vocab: dict[str, int]) -> sp.csr_matrix:
     """Term counts ``[texts, terms]`` of analysed texts; out-of-vocabulary terms dropped."""
     lengths = np.fromiter((len(toks) for toks in token_lists), dtype=np.int64, count=len(token_lists))
     flat = [tok for toks in token_lists for tok in toks]
@@ -92,7 +92,7 @@ class FieldIndex:
         tokens = tokenize_many(texts)
         terms = sorted({tok for toks in tokens for tok in toks})
         vocab = {t: i for i, t in enumerate(terms)}
-        return cls(_count_matrix(tokens, vocab), terms, k1=k1, b=b, mu=mu)
+        return cls(count_matrix(tokens, vocab), terms, k1=k1, b=b, mu=mu)
 
     # ----------------------------------------------------------------- scoring
     def _term_weights(self, model: str) -> sp.csr_matrix:
@@ -116,7 +116,7 @@ class FieldIndex:
 
     def query_matrix(self, queries: Sequence[str]) -> sp.csr_matrix:
         """Query term counts ``[queries, terms]`` (terms outside the field dropped)."""
-        return _count_matrix(tokenize_many(queries), self.vocab)
+        return count_matrix(tokenize_many(queries), self.vocab)
 
     def _dense_part(self, q: sp.csr_matrix, model: str, rows: np.ndarray, docs: np.ndarray) -> np.ndarray:
         """LMIR's part outside the nonzeros of ``tf`` for query ``rows`` x document ``docs``.
