@@ -1,0 +1,104 @@
+"""The training samples of one fold: list-pairwise samples and PAMM rankings in one ``.npz``.
+
+File ``<out>/samples.npz`` (no pickles), arrays indexed as below (``Q``
+training queries, ``D = train_docs`` candidates, indices into the bundle's D axis):
+
+==================  ============  ==================================================
+key                 shape         meaning
+==================  ============  ==================================================
+qids                [Q] str       training queries; ``context_query`` indexes them
+contexts            [C, L] int16  shared prefix of a pair of rankings, -1 padding
+context_query       [C] int32     query of each context
+pairs               [P, 2] int16  (d1, d2): the last documents of r1 = [C, d1], r2 = [C, d2]
+pair_context        [P] int32     context of each pair (sorted, so contiguous)
+weight              [P] float32   ``|M(r1) - M(r2)|``
+label               [P] int8      ``M(r1) > M(r2)``
+pamm_pos            [Q, T+, D]    positive rankings (-1 padding)
+pamm_pos_metric     [Q, T+]       their E(Y) (``pamm_metric``)
+pamm_neg            [Q, T-, D]    negative rankings
+pamm_neg_metric     [Q, T-]       their E(Y)
+meta                JSON str      the settings, ``n_docs`` and the seed
+==================  ============  ==================================================
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
+
+import numpy as np
+
+from srdiv.features.bundle import Bundle
+from srdiv.io import InputError, atomic_path
+from srdiv.sampling.listpairwise import ListPairwiseSamples, list_pairwise_samples
+from srdiv.sampling.pamm import pamm_rankings
+from srdiv.sampling.targets import ranking_metric
+
+SAMPLES_FILE = "samples.npz"
+PAMM_KEYS = ("pamm_pos", "pamm_pos_metric", "pamm_neg", "pamm_neg_metric")
+
+
+@dataclass(frozen=True)
+class SampleSettings:
+    """The ``samples`` section of ``params.yaml``."""
+
+    permutations: int = 10
+    metric: str = "alpha_nDCG@20"
+    alpha: float = 0.5
+    pamm_positive: int = 5
+    pamm_negative: int = 20
+    pamm_metric: str = "alpha_nDCG@20"
+
+    @classmethod
+    def from_params(cls, params: dict) -> "SampleSettings":
+        return cls(**(params.get("samples") or {}))
+
+
+@dataclass
+class Samples:
+    """List-pairwise samples and PAMM rankings of the training queries of one fold."""
+
+    qids: np.ndarray
+    list_pairwise: ListPairwiseSamples
+    pamm: dict[str, np.ndarray]
+    meta: dict
+
+    def query_rows(self, bundle: Bundle) -> np.ndarray:
+        """``[Q]`` row in ``bundle`` of each sample query (checks the bundle matches the samples)."""
+        pos = {q: i for i, q in enumerate(bundle.qids)}
+        missing = [q for q in self.qids if q not in pos]
+        if missing or bundle.doc_mask.shape[1] != self.meta["n_docs"]:
+            raise ValueError(f"samples do not match the training bundle (queries missing: {missing[:3]}, "
+                             f"docs {bundle.doc_mask.shape[1]} vs {self.meta['n_docs']})")
+        return np.array([pos[q] for q in self.qids], dtype=np.int64)
+
+    def save(self, path: str | Path) -> None:
+        """Write ``path`` (``.npz``) atomically."""
+        with atomic_path(path) as tmp, open(tmp, "wb") as fh:
+            np.savez(fh, qids=self.qids.astype(str), meta=np.array(json.dumps(self.meta)),
+                     **asdict(self.list_pairwise), **self.pamm)
+
+    @classmethod
+    def load(cls, path: str | Path) -> "Samples":
+        """Read a file written by :meth:`save`; a directory means its ``samples.npz``."""
+        path = Path(path)
+        path = path / SAMPLES_FILE if path.is_dir() else path
+        if not path.exists():
+            raise InputError(path, "samples file not found")
+        with np.load(path, allow_pickle=False) as z:
+            lp = ListPairwiseSamples(**{f.name: z[f.name] for f in fields(ListPairwiseSamples)})
+            return cls(qids=z["qids"], list_pairwise=lp, pamm={k: z[k] for k in PAMM_KEYS},
+                       meta=json.loads(str(z["meta"])))
+
+
+def make_samples(bundle: Bundle, settings: SampleSettings, seed: int | list[int]) -> Samples:
+    """Samples for every query of ``bundle`` (already the fold's training queries, top ``train_docs``)."""
+    rng = np.random.default_rng(seed)
+    labels, mask = bundle.labels, bundle.doc_mask
+    lp = list_pairwise_samples(labels, mask, settings.permutations, ranking_metric(settings.metric, settings.alpha),
+                               rng, settings.alpha)
+    pamm = pamm_rankings(labels, mask, settings.pamm_positive, settings.pamm_negative,
+                         ranking_metric(settings.pamm_metric, settings.alpha), rng, settings.alpha)
+    meta = {**asdict(settings), "n_docs": int(mask.shape[1]), "seed": seed}
+    return Samples(qids=np.asarray(bundle.qids).astype(str), list_pairwise=lp, pamm=pamm, meta=meta)
