@@ -4,7 +4,8 @@ Two queries, each with three senses; every sense has five documents whose
 words come from the sense's own vocabulary. Query ``1`` ("bass") and ``2``
 ("java") have level-1 suggestions per sense and level-2 suggestions under
 two of them. The run lists eight documents per query; qrels mark each
-document relevant to its own sense.
+document relevant to its own sense. Document ``k`` of a sense links to
+document ``k + 1`` of the same sense.
 """
 
 from __future__ import annotations
@@ -47,8 +48,9 @@ def tiny_collection(seed: int = 0) -> Collection:
             for k in range(DOCS_PER_SENSE):
                 docno = f"{spec['query']}-{sense}-{k}"
                 body = " ".join(rng.choice(words, size=12))
+                links = [f"{spec['query']}-{sense}-{k + 1}"] if k + 1 < DOCS_PER_SENSE else []
                 docs.append((docno, f"{spec['query']} {sense}", body, f"{sense} {words[k % len(words)]}",
-                             f"http://www.{sense}.example.org/page/{k}", 0.1 + k, float(k), float(2 * k)))
+                             f"http://www.{sense}.example.org/page/{k}", 0.1 + k, float(k), float(2 * k), links))
                 qrels.append((qid, sid, docno, 1, 1))
                 ranked.append(docno)
         order = [ranked[i] for i in rng.permutation(len(ranked))[:RUN_DOCS]]
@@ -64,7 +66,7 @@ def tiny_collection(seed: int = 0) -> Collection:
         run=pd.DataFrame(run, columns=["qid", "docno", "rank", "score"]),
         folds=pd.DataFrame({"qid": ["1", "2"], "fold": [1, 2]}),
         docs=pd.DataFrame(docs, columns=["docno", "title", "body", "anchor", "url",
-                                         "pagerank", "inlinks", "outlinks"]),
+                                         "pagerank", "inlinks", "outlinks", "links"]),
     )
 
 

@@ -83,8 +83,8 @@ def link_similarity(docs: pd.DataFrame, rows: np.ndarray) -> np.ndarray:
     adj = sp.csr_matrix((np.ones(2 * len(src) + n), (np.r_[src, dst, loops], np.r_[dst, src, loops])),
                         shape=(n, n))
     adj.data[:] = 1.0  # duplicates summed to > 1: back to a 0/1 matrix
-    x = adj[np.maximum(rows.ravel(), 0)]
-    size = np.asarray(x.sum(axis=1)).ravel() * (rows.ravel() >= 0)
+    x = sp.csr_matrix(sp.diags((rows.ravel() >= 0).astype(float)) @ adj[np.maximum(rows.ravel(), 0)])
+    size = np.asarray(x.sum(axis=1)).ravel()
     n_q, n_d = rows.shape
     out = np.zeros((n_q, n_d, n_d), dtype=np.float32)
     for q in range(n_q):
