@@ -19,7 +19,7 @@ from srdiv.text.defaults import DEFAULTS, stage_params
 from srdiv.text.documents import doc_positions, join_columns, load_docs, read_docs
 from srdiv.text.embed import (
     embed_documents, infer_doc2vec, lda_topics, load_model, prune_vocabulary, read_vectors,
-    remap_columns, write_vectors,
+    write_vectors,
 )
 from srdiv.text.pseudo_docs import concat_tokens, pseudo_document_vectors, query_strings, sum_rows
 
@@ -169,8 +169,6 @@ def test_bag_of_words_helpers():
     assert prune_vocabulary(bow, no_below=2, no_above=1.0).tolist() == [0, 1, 2]
     assert prune_vocabulary(bow, no_below=1, no_above=0.5).tolist() == []
     assert prune_vocabulary(bow, no_below=1, no_above=0.7).tolist() == [0, 1, 2]
-    remapped = remap_columns(bow, ["x", "y", "z"], {"z": 0, "x": 1})
-    assert remapped.toarray().tolist() == [[2, 1], [0, 0], [1, 1]]
     pseudo = sum_rows(bow, np.array([[0, 2], [1, -1], [-1, -1]]))
     assert pseudo.toarray().tolist() == [[2, 1, 3], [0, 3, 0], [0, 0, 0]]
     assert concat_tokens([["a"], ["b", "c"]], np.array([[1, 0], [-1, -1]])) == [["b", "c", "a"], []]

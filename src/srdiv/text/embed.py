@@ -174,15 +174,6 @@ def lda_topics(model, bow: sp.csr_matrix, seed: int, chunk: int = 4096) -> np.nd
     return out
 
 
-def remap_columns(bow: sp.csr_matrix, terms: list[str], vocab: dict[str, int]) -> sp.csr_matrix:
-    """Counts ``[rows, len(vocab)]`` from ``bow`` whose columns are named by ``terms``; unknown terms dropped."""
-    target = np.array([vocab.get(t, -1) for t in terms], dtype=np.int64)
-    coo = bow.tocoo()
-    keep = target[coo.col] >= 0
-    return sp.csr_matrix((coo.data[keep], (coo.row[keep], target[coo.col[keep]])),
-                         shape=(bow.shape[0], len(vocab)))
-
-
 # ------------------------------------------------------------------------- stage
 MODEL_FILES = {"doc2vec": "doc2vec.model", "lda": "lda.model"}
 """Trained models in the stage's output directory (gensim's own format, with companion files)."""
@@ -223,7 +214,7 @@ def embed_documents(docs: pd.DataFrame, params: dict, out_dir: str | os.PathLike
 
     from srdiv.text.analysis import tokenize_many
     from srdiv.text.documents import TEXT_COLUMNS, join_columns
-    from srdiv.text.sparse import FieldIndex
+    from srdiv.text.sparse import count_matrix
 
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -239,12 +230,13 @@ def embed_documents(docs: pd.DataFrame, params: dict, out_dir: str | os.PathLike
     times["doc2vec"] = time.perf_counter() - tic
 
     tic = time.perf_counter()
-    index = FieldIndex.from_texts(texts)
+    terms = sorted({tok for words in tokens for tok in words})
+    bow = count_matrix(tokens, {term: i for i, term in enumerate(terms)})
     lda_params = params["lda"]
-    keep = prune_vocabulary(index.tf, int(lda_params["no_below"]), float(lda_params["no_above"]))
-    lda = train_lda(index.tf[:, keep], [index.terms[i] for i in keep], lda_params, seed)
+    keep = prune_vocabulary(bow, int(lda_params["no_below"]), float(lda_params["no_above"]))
+    lda = train_lda(bow[:, keep], [terms[i] for i in keep], lda_params, seed)
     save_model(lda, out_dir, MODEL_FILES["lda"])
-    topics = lda_topics(lda, index.tf[:, keep], seed)
+    topics = lda_topics(lda, bow[:, keep], seed)
     warn_zero(int((~topics.any(axis=1)).sum()), len(docs), "documents have no word in the LDA vocabulary")
     write_vectors(keys, topics, out_dir / "lda.parquet")
     times["lda"] = time.perf_counter() - tic

@@ -75,10 +75,8 @@ def pseudo_document_vectors(coll: Collection, docs: pd.DataFrame, embed_dir, par
 
     from srdiv.text.analysis import tokenize_many
     from srdiv.text.documents import TEXT_COLUMNS, join_columns
-    from srdiv.text.embed import (
-        infer_doc2vec, lda_topics, lda_vocabulary, load_model, remap_columns, warn_zero, write_vectors,
-    )
-    from srdiv.text.sparse import FieldIndex
+    from srdiv.text.embed import infer_doc2vec, lda_topics, lda_vocabulary, load_model, warn_zero, write_vectors
+    from srdiv.text.sparse import count_matrix
 
     out_dir = Path(out_dir)
     doc2vec, lda = load_model(embed_dir, "doc2vec"), load_model(embed_dir, "lda")
@@ -96,14 +94,14 @@ def pseudo_document_vectors(coll: Collection, docs: pd.DataFrame, embed_dir, par
     times["retrieve"] = time.perf_counter() - tic
 
     tic = time.perf_counter()
-    vectors = infer_doc2vec(doc2vec, concat_tokens(tokenize_many(texts), local_idx), seed,
+    tokens = tokenize_many(texts)
+    vectors = infer_doc2vec(doc2vec, concat_tokens(tokens, local_idx), seed,
                             params.get("infer_epochs"), desc="pseudo-doc doc2vec")
     write_vectors(keys, vectors, out_dir / "doc2vec.parquet")
     times["doc2vec"] = time.perf_counter() - tic
 
     tic = time.perf_counter()
-    index = FieldIndex.from_texts(texts)
-    bow = remap_columns(index.tf, index.terms, lda_vocabulary(lda))
+    bow = count_matrix(tokens, lda_vocabulary(lda))
     write_vectors(keys, lda_topics(lda, sum_rows(bow, local_idx), seed), out_dir / "lda.parquet")
     times["lda"] = time.perf_counter() - tic
     return times
