@@ -23,6 +23,8 @@ COMMAND_MODULES = (
     "srdiv.metrics.commands",
     "srdiv.text.commands",
     "srdiv.features.commands",
+    "srdiv.sampling.commands",
+    "srdiv.train.commands",
     "srdiv.report.commands",
     "srdiv.workflow",
 )

@@ -19,7 +19,15 @@ from srdiv.models.base import Batch, DiversityModel
 
 
 class Objective:
-    """Base class: subclasses implement the three steps below."""
+    """Base class: subclasses implement the three steps below.
+
+    ``samples`` holds the fold's precomputed training samples
+    (:class:`srdiv.sampling.samples.Samples`: list-pairwise samples, PAMM
+    rankings) when the job was given them; the harness sets it before
+    :meth:`prepare`. ``samples.query_rows(bundle)`` maps its queries to rows.
+    """
+
+    samples: Any = None
 
     def __init__(self, **params: Any):
         self.params = params

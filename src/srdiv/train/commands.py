@@ -1,0 +1,61 @@
+"""``srdiv train`` (one model on one fold) and ``srdiv gather`` (all per-query metrics)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+PARAMS = typer.Option(..., "--params", help="params.yaml (repeat to merge overlays).")
+
+
+def train(
+    model: str = typer.Option(..., help="Row of params.yaml 'models' (e.g. DSSA, ListMLE, Lemur)."),
+    fold: int = typer.Option(..., help="Test fold of this trial (validation: the next fold)."),
+    bundle: Path = typer.Option(..., help="Bundle .npz of the dataset (srdiv bundle)."),
+    collection: Path = typer.Option(..., help="Collection directory (folds, qrels)."),
+    params: list[Path] = PARAMS,
+    out: Path = typer.Option(..., help="Output directory, e.g. work/<dataset>/models/<Row>/fold<k>."),
+    samples: Optional[Path] = typer.Option(None, help="Samples of this fold (srdiv samples), for objectives "
+                                                      "that need them (list_pairwise, pamm)."),
+    prior: Optional[Path] = typer.Option(None, help="Output directory of the prior row on this fold (rows "
+                                                    "with params.prior), e.g. .../models/ListMLE/fold<k>."),
+    progress: bool = typer.Option(True, help="Show a progress bar per training run."),
+) -> None:
+    """Tune on the validation fold, train, rank the test fold and evaluate one model row."""
+    from srdiv.collection.schema import load_collection
+    from srdiv.features.bundle import Bundle
+    from srdiv.params import load_params
+    from srdiv.sampling.samples import Samples
+    from srdiv.train.config import model_spec
+    from srdiv.train.job import Trained, run_job
+
+    loaded = load_params(params)
+    spec = model_spec(loaded, model)
+    hparams = run_job(spec, Bundle.load(bundle), load_collection(collection), fold, out, seed=loaded.get("seed", 0),
+                      samples=Samples.load(samples) if samples else None,
+                      prior=Trained.load(prior) if prior else None, progress=progress)
+    typer.echo(f"{model} fold {fold}: chosen {hparams['chosen']}, validation "
+               f"{hparams['valid_measure']} {hparams['valid']:.4f}", err=True)
+
+
+def gather(
+    models: Path = typer.Option(..., help="Directory of model outputs, e.g. work/<dataset>/models."),
+    params: list[Path] = PARAMS,
+    out: Path = typer.Option(..., help="Output Parquet, e.g. results/<dataset>/metrics.parquet."),
+) -> None:
+    """Collect every row's per-query test metrics (model, variant, fold, qid, measure, value)."""
+    from srdiv.io import write_parquet
+    from srdiv.params import load_params
+    from srdiv.train.gather import gather_metrics
+
+    table = gather_metrics(models, load_params(params))
+    write_parquet(table, out)
+    typer.echo(f"gather: {table['model'].nunique()} models, {table['qid'].nunique()} queries -> {out}", err=True)
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``train`` and ``gather`` to the CLI."""
+    app.command("train")(train)
+    app.command("gather")(gather)

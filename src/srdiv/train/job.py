@@ -1,0 +1,220 @@
+"""One (model, fold) job: tune on the validation fold, train, rank the test fold, evaluate, write outputs.
+
+Steps (fold protocol in :mod:`srdiv.train.folds`):
+
+1. split the bundle's queries; training queries keep their top ``train_docs``
+   candidates, validation and test queries their top ``rank_docs``;
+   :class:`~srdiv.features.bundle.FeatureScaler` is fitted on the training
+   queries only and applied to all three;
+2. for every point of the row's ``tune`` grid: build the model (torch seed
+   = ``seed``), train it with its objective when it has trainable parameters
+   (:class:`~srdiv.train.trainer.Trainer`, checkpoints under ``<out>/tune/``),
+   and score it on the validation queries (official alpha-nDCG@20); the best
+   point is kept (the first one on ties);
+3. rank the test queries with the chosen model and evaluate them.
+
+A row with ``params: {prior: <Row>}`` gets that row's trained model of the
+same fold (``<prior_dir>/model.pt``, frozen) as its ``prior`` constructor
+argument. Outputs in ``<out>/`` (see :func:`run_job`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import json
+import pkgutil
+import shutil
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+import torch
+
+from srdiv.collection.schema import Collection
+from srdiv.features.bundle import Bundle, BundleDims, FeatureScaler
+from srdiv.io import InputError, atomic_path, write_parquet, write_text
+from srdiv.metrics.runs import write_trec_run
+from srdiv.models.base import DiversityModel
+from srdiv.registry import MODELS, OBJECTIVES, Registry
+from srdiv.sampling.samples import Samples
+from srdiv.train.config import ModelSpec, TrainSettings
+from srdiv.train.folds import fold_split, select_queries
+from srdiv.train.ranking import RunScorer, rank_bundle, resolve_device, run_frame
+from srdiv.train.trainer import Callback, Trainer, curve_frame, trainable
+
+MODEL_FILE = "model.pt"
+OUTPUTS = ("run.txt", "metrics.parquet", "hparams.json", "timings.json", MODEL_FILE, "curve.parquet")
+"""Files of a finished job, in ``<out>/``."""
+
+
+def import_plugins() -> None:
+    """Import every module of :mod:`srdiv.models` and :mod:`srdiv.train` so their registrations run."""
+    for package in ("srdiv.models", "srdiv.train"):
+        for info in pkgutil.iter_modules(importlib.import_module(package).__path__):
+            importlib.import_module(f"{package}.{info.name}")
+
+
+def lookup(registry: Registry, name: str):
+    """``registry.get(name)``, importing the plugin modules first when ``name`` is not registered yet."""
+    if name not in registry.names():
+        import_plugins()
+    return registry.get(name)
+
+
+def build_model(spec: ModelSpec, dims: BundleDims, prior: DiversityModel | None = None) -> DiversityModel:
+    """``Cls(dims, **params)`` with ``params['prior']`` replaced by the ``prior`` model."""
+    params = dict(spec.params)
+    if "prior" in params:
+        if prior is None:
+            raise ValueError(f"model row {spec.row} needs its prior '{params['prior']}' (srdiv train --prior DIR)")
+        params["prior"] = prior
+    return lookup(MODELS, spec.model)(dims, **params)
+
+
+@dataclass
+class Trained:
+    """A trained model as saved in ``model.pt``: spec (at the chosen point), sizes, weights, scaler."""
+
+    spec: ModelSpec
+    dims: BundleDims
+    state: dict
+    scaler: FeatureScaler
+    prior: "Trained | None" = None
+
+    def to_dict(self) -> dict:
+        return {"spec": json.dumps(self.spec.to_dict()), "dims": asdict(self.dims), "state": self.state,
+                "scaler": {k: torch.as_tensor(v) for k, v in asdict(self.scaler).items()},
+                "prior": self.prior.to_dict() if self.prior else None}
+
+    @classmethod
+    def from_dict(cls, saved: dict) -> "Trained":
+        spec = json.loads(saved["spec"])
+        spec = ModelSpec(**{**spec, "train": TrainSettings(**spec["train"])})
+        scaler = FeatureScaler(**{k: v.numpy() for k, v in saved["scaler"].items()})
+        prior = cls.from_dict(saved["prior"]) if saved["prior"] else None
+        return cls(spec, BundleDims(**saved["dims"]), saved["state"], scaler, prior)
+
+    def build(self, device: torch.device | str = "cpu") -> DiversityModel:
+        """The model with its weights, frozen, in eval mode, on ``device``."""
+        prior = self.prior.build(device) if self.prior else None
+        model = build_model(self.spec, self.dims, prior)
+        model.load_state_dict(self.state)
+        return model.requires_grad_(False).eval().to(device)
+
+    def save(self, path: str | Path) -> None:
+        with atomic_path(path) as tmp:
+            torch.save(self.to_dict(), tmp)
+
+    @classmethod
+    def load(cls, path: str | Path) -> "Trained":
+        """Read ``path`` (``model.pt``, or a job directory holding one)."""
+        path = Path(path)
+        path = path / MODEL_FILE if path.is_dir() else path
+        if not path.exists():
+            raise InputError(path, "trained model not found")
+        return cls.from_dict(torch.load(path, map_location="cpu", weights_only=True))
+
+
+def run_job(spec: ModelSpec, bundle: Bundle, collection: Collection, fold: int, out: str | Path, seed: int = 0,
+            samples: Samples | None = None, prior: Trained | None = None, callbacks: Sequence[Callback] = (),
+            progress: bool | None = None) -> dict[str, Any]:
+    """Tune, train, rank and evaluate ``spec`` on trial ``fold``; write the outputs under ``out``.
+
+    Outputs: ``run.txt`` (TREC run of the test queries, tag = row name),
+    ``metrics.parquet`` (``qid, measure, value``, official measures),
+    ``hparams.json`` (chosen point, its validation score, every grid point's),
+    ``timings.json`` (``train_seconds`` over the whole grid, ``rank_ms_per_query``),
+    ``model.pt`` (:class:`Trained`), ``curve.parquet`` (``epoch, loss, valid,
+    seconds`` of the chosen point; empty when nothing was trained). Returns
+    the ``hparams.json`` content.
+    """
+    out = Path(out)
+    settings = spec.train
+    split = fold_split(collection.folds, fold)
+    device = resolve_device(settings.device)
+    train = select_queries(bundle, split.train).truncate(settings.train_docs)
+    scaler = FeatureScaler.fit(train)
+    train = scaler.transform(train)
+    valid = scaler.transform(select_queries(bundle, split.valid).truncate(settings.rank_docs))
+    test = scaler.transform(select_queries(bundle, split.test).truncate(settings.rank_docs))
+    dims = valid.dims
+    prior_model = _prior_model(spec, prior, scaler, device)
+    valid_scorer = RunScorer(collection.qrels, split.valid, [settings.valid_measure])
+
+    def validate(model: DiversityModel) -> float:
+        return valid_scorer.mean(run_frame(valid, rank_bundle(model, valid, device, settings.rank_batch)),
+                                 settings.valid_measure)
+
+    start = time.perf_counter()
+    grid, best = [], None
+    for i, point in enumerate(spec.grid()):
+        point_spec = spec.at(point)
+        torch.manual_seed(seed)
+        model = build_model(point_spec, dims, prior_model).to(device)
+        if point_spec.objective and trainable(model):
+            objective = lookup(OBJECTIVES, point_spec.objective)(**point_spec.objective_params)
+            objective.samples = samples
+            trainer = Trainer(point_spec.train, point_spec.optim, device, seed, out / "tune" / f"point{i}.pt",
+                              _fingerprint(point_spec, seed, fold), callbacks, progress,
+                              desc=f"{spec.row} fold{fold} point {i + 1}/{len(spec.grid())}")
+            fit = trainer.fit(model, objective, train, validate)
+            score, curve, epoch = fit.valid, fit.curve, fit.epoch
+        else:
+            score, curve, epoch = validate(model), curve_frame([]), 0
+        grid.append({"point": point, "valid": score, "best_epoch": epoch, "epochs": len(curve)})
+        if best is None or score > best[2]:
+            best = (point, point_spec, score, model, curve)
+    train_seconds = time.perf_counter() - start
+    point, chosen, score, model, curve = best
+
+    start = time.perf_counter()
+    orders = rank_bundle(model, test, device, settings.rank_batch)
+    rank_ms = 1000 * (time.perf_counter() - start) / max(len(test), 1)
+    run = run_frame(test, orders)
+    metrics = RunScorer(collection.qrels, split.test).per_query(run)
+
+    hparams = {"row": spec.row, "fold": fold, "seed": seed, "chosen": point, "valid_measure": settings.valid_measure,
+               "valid": score, "grid": grid, "spec": chosen.to_dict()}
+    timings = {"train_seconds": train_seconds, "rank_ms_per_query": rank_ms, "test_queries": len(test),
+               "tune_points": len(grid), "device": str(device)}
+    write_trec_run(run, out / "run.txt", tag=spec.row)
+    write_parquet(metrics, out / "metrics.parquet")
+    write_text(json.dumps(hparams, indent=2, default=_jsonable) + "\n", out / "hparams.json")
+    write_text(json.dumps(timings, indent=2) + "\n", out / "timings.json")
+    write_parquet(curve, out / "curve.parquet")
+    Trained(chosen, dims, _cpu_state(model), scaler, prior).save(out / MODEL_FILE)
+    shutil.rmtree(out / "tune", ignore_errors=True)
+    return hparams
+
+
+def _prior_model(spec: ModelSpec, prior: Trained | None, scaler: FeatureScaler,
+                 device: torch.device) -> DiversityModel | None:
+    """The frozen prior model; it must have been trained on features standardised like ours."""
+    if spec.prior is None:
+        return None
+    if prior is None:
+        raise ValueError(f"model row {spec.row} needs its prior '{spec.prior}' (srdiv train --prior DIR)")
+    if prior.spec.row != spec.prior:
+        raise ValueError(f"model row {spec.row} wants prior '{spec.prior}', got a model of row '{prior.spec.row}'")
+    same = all(np.allclose(a, b) for a, b in zip(asdict(prior.scaler).values(), asdict(scaler).values()))
+    if not same:
+        raise ValueError(f"prior '{spec.prior}' was trained with another feature scaler (fold or train_docs differ)")
+    return prior.build(device)
+
+
+def _fingerprint(spec: ModelSpec, seed: int, fold: int) -> str:
+    """Identifies what a checkpoint was trained for, so a changed config never resumes a stale one."""
+    text = json.dumps({"spec": spec.to_dict(), "seed": seed, "fold": fold}, sort_keys=True, default=_jsonable)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _cpu_state(model: DiversityModel) -> dict:
+    return {k: v.detach().cpu() for k, v in model.state_dict().items()}
+
+
+def _jsonable(value: Any) -> Any:
+    """numpy scalars in tuning grids -> Python numbers."""
+    return value.item() if isinstance(value, np.generic) else str(value)

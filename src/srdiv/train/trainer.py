@@ -1,0 +1,172 @@
+"""One training loop for every torch model: epochs of objective mini-batches, early stopping, resume.
+
+Each epoch runs the objective's mini-batches, then scores the model on the
+validation queries (a callable: official alpha-nDCG@20 in the harness), keeps
+the best state, and writes a checkpoint (model, optimiser, RNG states, epoch,
+best state, learning curve). Training stops after ``patience`` epochs without
+improvement or after ``epochs``; the model ends in its best state.
+
+A run killed after any epoch and started again with the same checkpoint path
+resumes from the last finished epoch and ends bit-identical to an
+uninterrupted run: the objective's samples are prepared from their own seed,
+and the mini-batch generator and torch RNG states travel in the checkpoint.
+A checkpoint written for other settings (``fingerprint``) is ignored.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Sequence
+
+import numpy as np
+import pandas as pd
+import torch
+from tqdm.auto import tqdm
+
+from srdiv.features.bundle import Bundle
+from srdiv.io import atomic_path
+from srdiv.models.base import DiversityModel
+from srdiv.train.config import TrainSettings
+from srdiv.train.objective import Objective
+
+OPTIMIZERS = {"adam": torch.optim.Adam, "sgd": torch.optim.SGD, "adagrad": torch.optim.Adagrad}
+CURVE_COLUMNS = ["epoch", "loss", "valid", "seconds"]
+
+Callback = Callable[[int, dict], None]
+"""Called after each epoch's checkpoint with ``(epoch, curve record)``; may raise to stop training."""
+
+
+def make_optimizer(parameters, optim: dict) -> torch.optim.Optimizer:
+    """``optim``: ``name`` (adam | sgd | adagrad), ``lr``, ``weight_decay`` (L2), other keywords as given."""
+    cfg = dict(optim)
+    name = cfg.pop("name", "adam")
+    if name not in OPTIMIZERS:
+        raise ValueError(f"unknown optimiser '{name}' (known: {', '.join(OPTIMIZERS)})")
+    return OPTIMIZERS[name](parameters, lr=cfg.pop("lr", 1e-3), weight_decay=cfg.pop("weight_decay", 0.0), **cfg)
+
+
+def curve_frame(records: list[dict]) -> pd.DataFrame:
+    """The learning curve: ``epoch`` (int), ``loss``, ``valid``, ``seconds`` (float), one row per epoch."""
+    return pd.DataFrame(records, columns=CURVE_COLUMNS).astype(
+        {"epoch": "int64", "loss": "float64", "valid": "float64", "seconds": "float64"})
+
+
+def trainable(model: DiversityModel) -> bool:
+    """Whether the model has parameters to train (a frozen prior does not count)."""
+    return any(p.requires_grad for p in model.parameters())
+
+
+@dataclass
+class FitResult:
+    """Best validation score, its epoch, the learning curve (``CURVE_COLUMNS``) and training seconds."""
+
+    valid: float
+    epoch: int
+    curve: pd.DataFrame
+    seconds: float
+
+
+class Trainer:
+    """Trains a model with an objective; see the module docstring."""
+
+    def __init__(self, settings: TrainSettings, optim: dict, device: torch.device, seed: int = 0,
+                 checkpoint: str | Path | None = None, fingerprint: str = "",
+                 callbacks: Sequence[Callback] = (), progress: bool | None = None, desc: str = "train"):
+        self.settings = settings
+        self.optim = optim
+        self.device = device
+        self.seed = seed
+        self.checkpoint = Path(checkpoint) if checkpoint else None
+        self.fingerprint = fingerprint
+        self.callbacks = list(callbacks)
+        self.progress = progress
+        self.desc = desc
+
+    def fit(self, model: DiversityModel, objective: Objective, train: Bundle,
+            validate: Callable[[DiversityModel], float]) -> FitResult:
+        """Train ``model`` (already on the device) on ``train``; ``validate(model)`` is higher-is-better."""
+        data = train.to_torch(self.device)
+        prepared = objective.prepare(train, np.random.default_rng([self.seed, 1]))
+        optimizer = make_optimizer([p for p in model.parameters() if p.requires_grad], self.optim)
+        batch_rng = np.random.default_rng([self.seed, 2])
+        torch.manual_seed(self.seed)
+        state = {"epoch": 0, "best_valid": -math.inf, "best_epoch": 0, "best_state": _copy_state(model),
+                 "bad_epochs": 0, "curve": [], "done": False}
+        saved = self._load()
+        if saved is not None:
+            model.load_state_dict(saved["model"])
+            optimizer.load_state_dict(saved["optimizer"])
+            batch_rng.bit_generator.state = saved["batch_rng"]
+            torch.set_rng_state(saved["torch_rng"])
+            if torch.cuda.is_available() and saved["cuda_rng"]:
+                torch.cuda.set_rng_state_all(saved["cuda_rng"])
+            state = saved["state"]
+        epochs = self.settings.epochs
+        bar = tqdm(total=epochs, initial=state["epoch"], desc=self.desc, leave=False,
+                   disable=None if self.progress is None else not self.progress)
+        while not state["done"] and state["epoch"] < epochs:
+            start = time.perf_counter()
+            epoch = state["epoch"] + 1
+            loss = self._epoch(model, objective, optimizer, data, prepared, len(train), batch_rng, epoch)
+            model.eval()
+            valid = float(validate(model))
+            record = {"epoch": epoch, "loss": loss, "valid": valid, "seconds": time.perf_counter() - start}
+            state["curve"].append(record)
+            if valid > state["best_valid"]:
+                state.update(best_valid=valid, best_epoch=epoch, best_state=_copy_state(model), bad_epochs=0)
+            else:
+                state["bad_epochs"] += 1
+            state["epoch"] = epoch
+            state["done"] = state["bad_epochs"] >= self.settings.patience or epoch >= epochs
+            self._save(model, optimizer, batch_rng, state)
+            bar.update(1)
+            bar.set_postfix(loss=f"{loss:.4f}", valid=f"{valid:.4f}")
+            for callback in self.callbacks:
+                callback(epoch, record)
+        bar.close()
+        model.load_state_dict(state["best_state"])
+        curve = curve_frame(state["curve"])
+        return FitResult(state["best_valid"], state["best_epoch"], curve, float(curve["seconds"].sum()))
+
+    def _epoch(self, model: DiversityModel, objective: Objective, optimizer: torch.optim.Optimizer, data, prepared,
+               n_queries: int, rng: np.random.Generator, epoch: int) -> float:
+        """One pass over the objective's mini-batches; returns the mean batch loss."""
+        model.train()
+        losses = []
+        for minibatch in objective.batches(prepared, n_queries, self.settings.batch_size, rng):
+            loss = objective.loss(model, data, minibatch)
+            if not torch.isfinite(loss):
+                raise FloatingPointError(f"{self.desc}: non-finite loss {loss.item()} in epoch {epoch}")
+            model.zero_grad(set_to_none=True)
+            loss.backward()
+            optimizer.step()
+            losses.append(loss.item())
+        return float(np.mean(losses)) if losses else float("nan")
+
+    def _save(self, model, optimizer, batch_rng, state) -> None:
+        if self.checkpoint is None:
+            return
+        payload = {
+            "fingerprint": self.fingerprint, "model": model.state_dict(), "optimizer": optimizer.state_dict(),
+            "batch_rng": batch_rng.bit_generator.state, "torch_rng": torch.get_rng_state(),
+            "cuda_rng": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else [], "state": state,
+        }
+        with atomic_path(self.checkpoint) as tmp:
+            torch.save(payload, tmp)
+
+    def _load(self) -> dict | None:
+        if self.checkpoint is None or not self.checkpoint.exists():
+            return None
+        saved = torch.load(self.checkpoint, map_location=self.device, weights_only=True)
+        if saved.get("fingerprint") != self.fingerprint:
+            return None
+        saved["torch_rng"] = saved["torch_rng"].cpu()
+        return saved
+
+
+def _copy_state(model: DiversityModel) -> dict:
+    """A detached copy of the model's state dict."""
+    return {k: v.detach().clone() for k, v in model.state_dict().items()}

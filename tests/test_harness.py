@@ -1,0 +1,255 @@
+"""The (model, fold) harness: fold protocol, params rows, tuning, priors, outputs, resume, gather, CLI."""
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+import yaml
+from typer.testing import CliRunner
+
+from srdiv.cli import app
+from srdiv.collection.schema import Collection, write_collection
+from srdiv.features.bundle import random_bundle
+from srdiv.metrics import evaluate_run, read_run
+from srdiv.models.base import DiversityModel
+from srdiv.models.initial import InitialRanking
+from srdiv.models.listmle import ListMLE
+from srdiv.registry import MODELS
+from srdiv.train.config import ModelSpec, model_spec
+from srdiv.train.folds import fold_split
+from srdiv.train.gather import gather_metrics
+from srdiv.train.job import OUTPUTS, Trained, run_job
+
+
+@MODELS.register("test-coverage")
+class CoverageScorer(DiversityModel):
+    """Scores ``lam * feature 0`` (no parameters): the tests put subtopic coverage in feature 0."""
+
+    def __init__(self, dims, lam=1.0):
+        super().__init__()
+        self.lam = lam
+
+    def list_scores(self, batch):
+        return self.lam * batch["rel_feat"][..., 0]
+
+
+@MODELS.register("test-prior-user")
+class PriorUser(DiversityModel):
+    """Ranks by its prior's relevance times ``sign``."""
+
+    def __init__(self, dims, prior, sign=1.0):
+        super().__init__()
+        self.prior = prior
+        self.sign = sign
+
+    def list_scores(self, batch):
+        return self.sign * self.prior.relevance(batch["rel_feat"])
+
+
+def make_data(queries=15, docs=10, folds=5, seed=0):
+    """A random bundle whose feature 0 is subtopic coverage, and a collection with its qrels and folds."""
+    bundle = random_bundle(queries=queries, docs=docs, subtopics=4, seed=seed)
+    bundle.rel_feat[..., 0] = bundle.labels.sum(-1) + 0.01 * np.random.default_rng(seed).random((queries, docs))
+    q, d, s = np.nonzero(bundle.labels)
+    qrels = pd.DataFrame({"qid": bundle.qids[q], "sid": [f"s{i}" for i in s], "docno": bundle.docnos[q, d],
+                          "grade": 1, "rel": 1})
+    fold_table = pd.DataFrame({"qid": bundle.qids, "fold": np.arange(queries) % folds + 1})
+    topics = pd.DataFrame({"qid": bundle.qids, "query": "q", "description": "", "type": "faceted"})
+    run = pd.DataFrame({"qid": np.repeat(bundle.qids, docs), "docno": bundle.docnos.ravel(),
+                        "rank": np.tile(np.arange(1, docs + 1), queries), "score": 0.0})
+    run = run[run["docno"] != ""]
+    empty = {name: pd.DataFrame(columns=cols) for name, cols in
+             {"subtopics": ["qid", "sid", "text"],
+              "suggestions": ["qid", "sugg_id", "level", "parent", "text", "weight"]}.items()}
+    return bundle, Collection(topics=topics, qrels=qrels, run=run, folds=fold_table, **empty)
+
+
+PARAMS = {
+    "seed": 7,
+    "train": {"train_docs": 6, "rank_docs": 10, "epochs": 4, "patience": 10, "batch_size": 4},
+    "models": {
+        "Initial": {"model": "initial", "group": "initial"},
+        "ListMLE": {"model": "listmle", "objective": "mle", "group": "implicit", "optim": {"lr": 0.1}},
+        "Cover": {"model": "test-coverage", "tune": {"lam": [-1.0, 0.0, 1.0]}},
+        "Prior": {"model": "test-prior-user", "params": {"prior": "ListMLE"}, "tune": {"sign": [1.0, -1.0]}},
+        "LP": {"model": "listmle", "objective": "list_pairwise", "optim": {"lr": 0.1},
+               "variant_of": "ListMLE", "variant": "list-pairwise"},
+    },
+}
+
+
+# --- folds and params ------------------------------------------------------------------------------------
+
+def test_five_fold_rotation_tests_each_query_once():
+    folds = pd.DataFrame({"qid": [f"q{i}" for i in range(10)], "fold": np.arange(10) % 5 + 1})
+    tested = []
+    for k in range(1, 6):
+        split = fold_split(folds, k)
+        assert split.test == [f"q{k - 1}", f"q{k + 4}"]
+        assert split.valid == [f"q{k % 5}", f"q{k % 5 + 5}"]
+        assert len(split.train) == 6 and not set(split.train) & set(split.valid + split.test)
+        tested += split.test
+    assert sorted(tested) == sorted(folds["qid"])
+
+
+def test_two_folds_validate_on_the_training_fold():
+    folds = pd.DataFrame({"qid": ["a", "b", "c"], "fold": [1, 2, 1]})
+    split = fold_split(folds, 2)
+    assert split.test == ["b"] and split.train == ["a", "c"] and split.valid == ["a", "c"]
+    with pytest.raises(ValueError):
+        fold_split(folds, 3)
+
+
+def test_model_rows_grid_and_dotted_tune_keys():
+    params = {"train": {"epochs": 9}, "models": {"M": {
+        "model": "x", "params": {"lam": 0.1}, "train": {"batch_size": 3},
+        "tune": {"lam": [0.2, 0.3], "optim.lr": [0.1, 0.01], "train.epochs": [5]}}}}
+    spec = model_spec(params, "M")
+    assert spec.train.epochs == 9 and spec.train.batch_size == 3 and spec.train.train_docs == 20
+    grid = spec.grid()
+    assert len(grid) == 4 and grid[0] == {"lam": 0.2, "optim.lr": 0.1, "train.epochs": 5}
+    point = spec.at(grid[3])
+    assert point.params == {"lam": 0.3} and point.optim["lr"] == 0.01 and point.train.epochs == 5
+    assert spec.params == {"lam": 0.1}  # the row itself is unchanged
+    with pytest.raises(ValueError):
+        spec.at({"model.lam": 1})
+    with pytest.raises(KeyError):
+        model_spec(params, "N")
+    with pytest.raises(ValueError):
+        model_spec({"models": {"M": {"model": "x", "lr": 1}}}, "M")
+
+
+# --- rankers --------------------------------------------------------------------------------------------
+
+def test_initial_ranker_keeps_initial_order_and_listmle_scores_any_features():
+    bundle = random_bundle(queries=3, docs=5)
+    batch = bundle.to_torch()
+    order = InitialRanking(bundle.dims).rank(batch)
+    assert order[0].tolist() == [0, 1, 2, 3, 4]
+    assert order[2].tolist() == [0, 1, 2, -1, -1]
+    model = ListMLE(bundle.dims)
+    assert model.relevance(batch["sub_feat"]).shape == batch["sub_feat"].shape[:-1]
+    assert model.list_scores(batch).shape == (3, 5)
+
+
+# --- jobs -----------------------------------------------------------------------------------------------
+
+def _job(tmp_path, row, bundle, coll, fold=1, **kw):
+    return run_job(model_spec(PARAMS, row), bundle, coll, fold, tmp_path / row / f"fold{fold}", seed=7,
+                   progress=False, **kw)
+
+
+def test_tuning_picks_the_validation_best_and_writes_every_output(tmp_path):
+    bundle, coll = make_data()
+    hparams = _job(tmp_path, "Cover", bundle, coll)
+    out = tmp_path / "Cover" / "fold1"
+    assert all((out / name).exists() for name in OUTPUTS) and not (out / "tune").exists()
+    split = fold_split(coll.folds, 1)
+    valid_qrels = coll.qrels[coll.qrels["qid"].isin(split.valid)]
+    expected = []
+    for lam in (-1.0, 0.0, 1.0):  # recompute each point's validation score independently
+        order = np.argsort(-lam * bundle.select_qids(split.valid).rel_feat[..., 0], axis=1, kind="stable")
+        valid = bundle.select_qids(split.valid)
+        run = pd.DataFrame([(q, valid.docnos[i, d], r + 1) for i, q in enumerate(valid.qids)
+                            for r, d in enumerate(order[i]) if valid.doc_mask[i, d]], columns=["qid", "docno", "rank"])
+        scores = evaluate_run(run, valid_qrels)
+        expected.append(scores.loc[scores["measure"] == "alpha_nDCG@20", "value"].mean())
+    assert [g["valid"] for g in hparams["grid"]] == pytest.approx(expected)
+    assert hparams["chosen"] == {"lam": 1.0} and hparams["valid"] == max(expected)
+    assert json.loads((out / "hparams.json").read_text())["chosen"] == {"lam": 1.0}
+    # test outputs: the run file re-evaluates to metrics.parquet; timings for the report
+    metrics = pd.read_parquet(out / "metrics.parquet")
+    assert list(metrics.columns) == ["qid", "measure", "value"] and set(metrics["qid"]) == set(split.test)
+    again = evaluate_run(read_run(out / "run.txt"), coll.qrels[coll.qrels["qid"].isin(split.test)])
+    assert np.allclose(again.sort_values(["qid", "measure"])["value"], metrics.sort_values(["qid", "measure"])["value"])
+    timings = json.loads((out / "timings.json").read_text())
+    assert timings["tune_points"] == 3 and timings["rank_ms_per_query"] >= 0 and "train_seconds" in timings
+    assert list(pd.read_parquet(out / "curve.parquet").columns) == ["epoch", "loss", "valid", "seconds"]
+
+
+def test_trained_model_and_prior_round_trip(tmp_path):
+    bundle, coll = make_data()
+    _job(tmp_path, "ListMLE", bundle, coll)
+    listmle = Trained.load(tmp_path / "ListMLE" / "fold1")
+    assert listmle.spec.row == "ListMLE" and len(pd.read_parquet(tmp_path / "ListMLE/fold1/curve.parquet")) == 4
+    with pytest.raises(ValueError, match="prior"):
+        _job(tmp_path, "Prior", bundle, coll)
+    hparams = _job(tmp_path, "Prior", bundle, coll, prior=listmle)
+    assert [g["point"] for g in hparams["grid"]] == [{"sign": 1.0}, {"sign": -1.0}]
+    # with sign +1 the ranker is its prior: the same validation score as the trained ListMLE
+    listmle_valid = json.loads((tmp_path / "ListMLE/fold1/hparams.json").read_text())["valid"]
+    assert hparams["grid"][0]["valid"] == pytest.approx(listmle_valid)
+    saved = Trained.load(tmp_path / "Prior" / "fold1")
+    model = saved.build()
+    assert not any(p.requires_grad for p in model.parameters())
+    assert torch.equal(model.prior.linear.weight, listmle.build().linear.weight)
+    _job(tmp_path, "ListMLE", bundle, coll, fold=2)
+    with pytest.raises(ValueError, match="scaler"):  # a prior trained on another fold
+        _job(tmp_path, "Prior", bundle, coll, fold=1, prior=Trained.load(tmp_path / "ListMLE" / "fold2"))
+
+
+def test_job_resumes_after_a_killed_epoch_with_identical_metrics(tmp_path):
+    bundle, coll = make_data()
+    from srdiv.sampling.samples import SampleSettings, make_samples
+    from srdiv.train.folds import select_queries
+
+    train = select_queries(bundle, fold_split(coll.folds, 3).train).truncate(PARAMS["train"]["train_docs"])
+    samples = make_samples(train, SampleSettings(permutations=2), [7, 3])
+    _job(tmp_path / "full", "LP", bundle, coll, fold=3, samples=samples)
+
+    def kill(epoch, record):
+        if epoch == 2:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        _job(tmp_path / "cut", "LP", bundle, coll, fold=3, samples=samples, callbacks=[kill])
+    assert (tmp_path / "cut/LP/fold3/tune/point0.pt").exists() and not (tmp_path / "cut/LP/fold3/metrics.parquet").exists()
+    trained_after_resume = []
+    _job(tmp_path / "cut", "LP", bundle, coll, fold=3, samples=samples,
+         callbacks=[lambda epoch, record: trained_after_resume.append(epoch)])
+    assert trained_after_resume == [3, 4]
+    full = pd.read_parquet(tmp_path / "full/LP/fold3/metrics.parquet")
+    cut = pd.read_parquet(tmp_path / "cut/LP/fold3/metrics.parquet")
+    assert full.equals(cut)
+    a, b = (pd.read_parquet(tmp_path / f"{x}/LP/fold3/curve.parquet") for x in ("full", "cut"))
+    assert a[["epoch", "loss", "valid"]].equals(b[["epoch", "loss", "valid"]])
+
+
+def test_gather_labels_rows_as_the_report_reads_them(tmp_path):
+    bundle, coll = make_data()
+    for row in ("Initial", "ListMLE"):
+        for fold in (1, 2):
+            _job(tmp_path, row, bundle, coll, fold=fold)
+    (tmp_path / "Stale" / "fold1").mkdir(parents=True)
+    table = gather_metrics(tmp_path, {"models": {"Initial": {}, "ListMLE": {}, "LP": {"variant_of": "ListMLE",
+                                                                                       "variant": "lp"}}})
+    assert list(table.columns) == ["model", "variant", "fold", "qid", "measure", "value"]
+    assert set(table["model"]) == {"Initial", "ListMLE"} and set(table["variant"]) == {""}
+    assert sorted(table["fold"].unique()) == [1, 2]
+    with pytest.raises(ValueError):
+        gather_metrics(tmp_path, {"models": {"ListMLE": {}, "X": {"variant_of": "ListMLE"}}})
+
+
+def test_commands_end_to_end(tmp_path):
+    bundle, coll = make_data(folds=2)
+    write_collection(coll, tmp_path / "coll")
+    bundle.save(tmp_path / "bundle.npz")
+    (tmp_path / "params.yaml").write_text(yaml.safe_dump(PARAMS))
+    common = ["--collection", str(tmp_path / "coll"), "--params", str(tmp_path / "params.yaml")]
+    runner = CliRunner()
+    result = runner.invoke(app, ["samples", "--bundle", str(tmp_path / "bundle.npz"), "--fold", "2",
+                                 "--out", str(tmp_path / "samples/fold2"), *common])
+    assert result.exit_code == 0, result.output
+    models = tmp_path / "models"
+    for row, extra in (("ListMLE", []), ("LP", ["--samples", str(tmp_path / "samples/fold2")]),
+                       ("Prior", ["--prior", str(models / "ListMLE/fold2")])):
+        result = runner.invoke(app, ["train", "--model", row, "--fold", "2", "--bundle", str(tmp_path / "bundle.npz"),
+                                     "--out", str(models / row / "fold2"), "--no-progress", *common, *extra])
+        assert result.exit_code == 0, result.output
+    result = runner.invoke(app, ["gather", "--models", str(models), "--params", str(tmp_path / "params.yaml"),
+                                 "--out", str(tmp_path / "metrics.parquet")])
+    assert result.exit_code == 0, result.output
+    table = pd.read_parquet(tmp_path / "metrics.parquet")
+    assert set(zip(table["model"], table["variant"])) == {("ListMLE", ""), ("ListMLE", "list-pairwise"), ("Prior", "")}
