@@ -1,0 +1,152 @@
+"""Relational learning to rank: R-LTR (Zhu et al., SIGIR 2014) and its neural tensor novelty (NTN).
+
+Both score a candidate ``d_i`` after the selected documents ``S`` with the
+marginal relevance of NTN paper Section 4 (``B`` lists, ``D`` candidates,
+``F`` relevance features, ``P`` pairwise features)::
+
+    f(d_i, S) = w_r^T x_i + w_n^T h_S(P_i)                        (NTN Eq. 3)
+
+where ``P [B, D, D, P]`` holds one feature vector per document pair and
+``h_S`` aggregates the rows ``P[i, j]`` of the selected ``j in S``
+(``min``, ``max`` or ``avg``). While ``S`` is empty there is no novelty term.
+
+* R-LTR (:class:`RLTR`): ``P`` are the handcrafted pairwise diversity
+  features ``div_feat`` (DSSA Table 6); ``h_S = min`` is the paper's
+  R-LTR_min (Section 5.1 of the NTN paper). Trained with ``mle`` (Eq. 5);
+  PAMM is the same model trained with ``pamm``.
+* NTN (:class:`NTN`, Section 3.2, Eqs. 1-2, 4): ``P`` is learned from the
+  document vectors ``v = doc_vec`` (doc2vec or LDA) by a bilinear tensor
+  layer with ``z`` slices, ``P[i, j, k] = tanh(v_i^T W^[k] v_j)`` (Eq. 1, no
+  linear term and no bias, as in the paper), ``h_S = max`` (max-pooling,
+  Eq. 2) and ``w_n = mu`` the linear layer, so
+  ``f(d, S) = w^T x + mu^T max_{j in S} tanh(v^T W^[1:z] v_j)`` (Eq. 4).
+  R-LTR-NTN is NTN trained with ``mle``, PAMM-NTN with ``pamm``.
+
+Parameters start as random values in ``[0, init_scale]`` (Algorithm 2 line 1:
+``[0, 1]``). The hand-written gradients of Eqs. 6-9 and 11-13 are left to
+autograd; ``tests/test_rltr_ntn.py`` checks both agree.
+
+Ranking (Algorithm 1) is the generic greedy selection, run after
+:meth:`RelationalLTR.precompute` has built ``P`` once per query.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+import torch
+from torch import nn
+
+from srdiv.features.bundle import BundleDims
+from srdiv.models.base import Batch, DiversityModel, greedy_rank
+from srdiv.registry import MODELS
+
+AGGREGATES = ("min", "max", "avg")
+PAIRS = "pair_feat"
+"""Batch key of the precomputed pairwise features ``P [B, D, D, P]``."""
+
+
+class RelationalLTR(DiversityModel):
+    """The marginal relevance ``w_r^T x_i + w_n^T h_S(P_i)`` over some pairwise features ``P``."""
+
+    sequential: ClassVar[bool] = True
+
+    def __init__(self, dims: BundleDims, pair_dim: int, aggregate: str, init_scale: float):
+        super().__init__()
+        if aggregate not in AGGREGATES:
+            raise ValueError(f"aggregate must be one of {AGGREGATES}, got '{aggregate}'")
+        self.aggregate = aggregate
+        self.init_scale = float(init_scale)
+        self.relevance = nn.Parameter(torch.empty(dims.feats))  # w_r (omega)
+        self.novelty = nn.Parameter(torch.empty(pair_dim))  # w_n (mu)
+
+    def reset_parameters(self) -> None:
+        """Random values in ``[0, init_scale]`` (NTN Algorithm 2, line 1)."""
+        for p in self.parameters():
+            nn.init.uniform_(p, 0.0, self.init_scale)
+
+    def pairs(self, batch: Batch) -> torch.Tensor:
+        """Pairwise features ``[B, D, D, P]``: row ``[b, i, j]`` relates candidate i to a selected j."""
+        raise NotImplementedError
+
+    def precompute(self, batch: Batch) -> Batch:
+        """The batch with its pairwise features under :data:`PAIRS`, computed once for many contexts."""
+        return {**batch, PAIRS: self.pairs(batch)}
+
+    def context_scores(self, batch: Batch, context: torch.Tensor, candidates: torch.Tensor) -> torch.Tensor:
+        """``f(d, S)`` ``[B, M]`` of ``candidates [B, M]`` after ``context [B, L]`` (-1 padding), Eq. 3."""
+        pairs = batch[PAIRS] if PAIRS in batch else self.pairs(batch)
+        cand = candidates.clamp(min=0)
+        feats = batch["rel_feat"].gather(1, cand[..., None].expand(-1, -1, batch["rel_feat"].shape[2]))
+        scores = feats @ self.relevance  # [B, M]
+        if context.shape[1] == 0:
+            return scores
+        rows = torch.arange(pairs.shape[0], device=pairs.device)[:, None, None]
+        sel = pairs[rows, cand[:, :, None], context.clamp(min=0)[:, None, :]]  # [B, M, L, P]
+        valid = (context >= 0)[:, None, :, None]
+        count = valid.sum(2)  # [B, 1, P]
+        if self.aggregate == "min":
+            agg = sel.masked_fill(~valid, float("inf")).amin(2)
+        elif self.aggregate == "max":
+            agg = sel.masked_fill(~valid, float("-inf")).amax(2)
+        else:
+            agg = (sel * valid).sum(2) / count.clamp(min=1)
+        agg = torch.where(count > 0, agg, 0.0)  # empty S: no novelty term
+        return scores + agg @ self.novelty
+
+    def prefix_scores(self, batch: Batch, rankings: torch.Tensor) -> torch.Tensor:
+        """``[B, N, L, D]`` = ``context_scores`` of every candidate after each prefix of ``rankings [B, N, L]``.
+
+        The same numbers, with ``h_S`` taken as a running min / max / mean along
+        each ranking: one gather of ``P`` per ranking instead of one per prefix.
+        """
+        pairs = batch[PAIRS] if PAIRS in batch else self.pairs(batch)
+        n_lists, n_rankings, depth = rankings.shape
+        n_docs, n_pairs = pairs.shape[1], pairs.shape[3]
+        index = rankings.clamp(min=0).reshape(n_lists, 1, -1, 1).expand(-1, n_docs, -1, n_pairs)
+        sel = pairs.gather(2, index).reshape(n_lists, n_docs, n_rankings, depth, n_pairs)  # [B, D, N, L, P]
+        valid = (rankings >= 0)[:, None, :, :, None]
+        seen = valid.long().cumsum(3)  # valid documents in Y[:t + 1]
+        if self.aggregate == "min":
+            running = sel.masked_fill(~valid, float("inf")).cummin(3).values
+        elif self.aggregate == "max":
+            running = sel.masked_fill(~valid, float("-inf")).cummax(3).values
+        else:
+            running = (sel * valid).cumsum(3) / seen.clamp(min=1)
+        before = torch.cat([torch.zeros_like(running[:, :, :, :1]), running[:, :, :, :-1]], 3)  # h over Y[:t]
+        agg = torch.where(seen > valid.long(), before, 0.0)  # empty S: no novelty term
+        scores = (batch["rel_feat"] @ self.relevance)[:, :, None, None] + agg @ self.novelty  # [B, D, N, L]
+        return scores.permute(0, 2, 3, 1)
+
+    def rank(self, batch: Batch) -> torch.Tensor:
+        """Algorithm 1 (greedy maximal marginal relevance) with ``P`` computed once."""
+        with torch.no_grad():
+            return greedy_rank(self, self.precompute(batch))
+
+
+@MODELS.register("rltr")
+class RLTR(RelationalLTR):
+    """R-LTR / PAMM: novelty from the handcrafted pairwise features ``div_feat`` (``aggregate`` = h_S)."""
+
+    def __init__(self, dims: BundleDims, aggregate: str = "min", init_scale: float = 1.0):
+        super().__init__(dims, dims.div_feats, aggregate, init_scale)
+        self.reset_parameters()
+
+    def pairs(self, batch: Batch) -> torch.Tensor:
+        return batch["div_feat"]
+
+
+@MODELS.register("ntn")
+class NTN(RelationalLTR):
+    """R-LTR-NTN / PAMM-NTN: novelty from a bilinear tensor layer of ``slices`` slices over ``doc_vec``."""
+
+    def __init__(self, dims: BundleDims, slices: int = 7, init_scale: float = 1.0):
+        super().__init__(dims, slices, "max", init_scale)
+        self.tensor = nn.Parameter(torch.empty(slices, dims.emb, dims.emb))  # W^[1:z]
+        self.reset_parameters()
+
+    def pairs(self, batch: Batch) -> torch.Tensor:
+        """``tanh(v_i^T W^[k] v_j)`` ``[B, D, D, z]`` (Eq. 1) for every candidate pair."""
+        v = batch["doc_vec"]
+        left = torch.einsum("bie,kef->bkif", v, self.tensor)  # v_i^T W^[k]: [B, z, D, E]
+        return torch.tanh(left @ v.transpose(1, 2)[:, None]).permute(0, 2, 3, 1)

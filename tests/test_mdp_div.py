@@ -1,0 +1,167 @@
+"""MDP-DIV: the policy, episodes, rewards and the REINFORCE gradient against the paper's equations."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from srdiv.features.bundle import random_bundle
+from srdiv.metrics import alpha_dcg, rank_labels, s_recall
+from srdiv.models.base import greedy_rank
+from srdiv.models.mdp_div import MDPDiv
+from srdiv.train.reinforce import Episodes, Reinforce, returns, step_rewards
+
+
+def _data(queries=6, docs=9, emb=5, seed=0, double=False):
+    bundle = random_bundle(queries=queries, docs=docs, emb=emb, subtopics=4, seed=seed)
+    batch = bundle.to_torch()
+    if double:
+        batch = {k: v.double() if v.is_floating_point() else v for k, v in batch.items()}
+    return bundle, batch
+
+
+def test_episodes_never_select_a_document_twice_and_pad_last():
+    bundle, batch = _data()
+    torch.manual_seed(0)
+    model = MDPDiv(bundle.dims, hidden=3)
+    n_real = batch["doc_mask"].sum(1)
+    for seed in range(8):
+        order, log_probs = model.rollout(batch, torch.Generator().manual_seed(seed))
+        for row, n in zip(order, n_real):
+            assert sorted(row[:n].tolist()) == list(range(n))  # each real candidate exactly once
+            assert (row[n:] == -1).all()
+        assert (log_probs <= 0).all() and (log_probs[order < 0] == 0).all()
+        # the last real step has a single action left: probability 1
+        assert torch.allclose(log_probs[torch.arange(6), n_real - 1], torch.zeros(6), atol=1e-6)
+    same = [model.rollout(batch, torch.Generator().manual_seed(7))[0] for _ in range(2)]
+    assert torch.equal(*same)  # the seed fixes the episode
+
+
+def test_rank_takes_the_argmax_action_as_the_generic_greedy():
+    bundle, batch = _data(seed=1)
+    torch.manual_seed(1)
+    model = MDPDiv(bundle.dims, hidden=5)
+    assert torch.equal(model.rank(batch), greedy_rank(model, batch))
+
+
+def test_padding_never_changes_a_score():
+    bundle, batch = _data(seed=2)
+    torch.manual_seed(2)
+    model = MDPDiv(bundle.dims, hidden=4)
+    order = model.rank(batch)
+    candidates = torch.arange(9).expand(6, 9)
+    before = model.context_scores(batch, order[:, :3], candidates)
+    noisy = dict(batch)
+    noisy["doc_vec"] = torch.where(batch["doc_mask"][..., None], batch["doc_vec"], 50.0)
+    spaced = torch.full((6, 5), -1)
+    spaced[:, [0, 2, 3]] = order[:, :3]
+    after = model.context_scores(noisy, spaced, candidates)
+    assert torch.allclose(before[batch["doc_mask"]], after[batch["doc_mask"]], atol=1e-6)
+
+
+@pytest.mark.parametrize("reward", ["alpha_dcg", "s_recall"])
+def test_rewards_sum_to_the_final_metric_when_gamma_is_one(reward):
+    bundle, batch = _data(seed=3)
+    order = np.array([np.random.default_rng(q).permutation(9) for q in range(6)])
+    order[-1, batch["doc_mask"][-1].sum():] = -1
+    order[-1, :5] = np.random.default_rng(9).permutation(5)
+    labels = bundle.labels * bundle.doc_mask[..., None]
+    rewards = step_rewards(labels, order, reward)
+    assert (rewards[order < 0] == 0).all()
+    g0 = returns(torch.as_tensor(rewards), 1.0)[:, 0].numpy()
+    ranked = rank_labels(labels, np.clip(order, 0, None)) * (order >= 0)[..., None]
+    want = alpha_dcg(ranked, 0.5) if reward == "alpha_dcg" else s_recall(ranked)
+    np.testing.assert_allclose(g0, want, rtol=1e-12)
+
+
+def test_discounted_returns_by_hand():
+    g = returns(torch.tensor([[1.0, 2.0, 3.0]]), 0.5)
+    assert g.tolist() == [[1.0 + 0.5 * 2.0 + 0.25 * 3.0, 2.0 + 0.5 * 3.0, 3.0]]
+
+
+def _sigmoid(x):
+    return 1.0 / (1.0 + np.exp(-x))
+
+
+def _paper_policy_gradients(q, x, vq, v, w, u, order, weight):
+    """``sum_t weight_t * grad log pi(a_t|s_t)`` by MDP-DIV Eq. 5 and its recursive state derivatives (numpy).
+
+    Jacobians ``J[k, i, j] = d h_k / d theta_ij`` follow Section 4.2:
+    ``d h_0/d V_q = diag(h_0(1-h_0)) I q``, ``d h_t/d V_q = diag(h_t(1-h_t)) W d h_{t-1}/d V_q``,
+    ``d h_t/d V = diag(h_t(1-h_t)) (I x_{m(a_{t-1})} + W d h_{t-1}/d V)``, likewise ``W`` with ``h_{t-1}``.
+    """
+    k_dim = len(w)
+    eye = np.eye(k_dim)
+    h = _sigmoid(vq @ q)
+    j_vq = (h * (1 - h))[:, None, None] * eye[:, :, None] * q[None, None, :]
+    j_v, j_w = np.zeros((k_dim,) + v.shape), np.zeros((k_dim,) + w.shape)
+    grads = [np.zeros_like(p) for p in (vq, v, w, u)]
+    remaining = list(range(len(x)))
+    for t, a in enumerate(order):
+        f = x[remaining] @ u @ h
+        pi = np.exp(f - f.max())
+        pi /= pi.sum()
+        for p, a_prime in zip(pi, remaining):  # grad f(a_t) - sum_a pi(a) grad f(a)
+            coef = weight[t] * ((a_prime == a) - p)
+            ux = u.T @ x[a_prime]  # d f / d h
+            grads[0] += coef * np.einsum("k,kij->ij", ux, j_vq)
+            grads[1] += coef * np.einsum("k,kij->ij", ux, j_v)
+            grads[2] += coef * np.einsum("k,kij->ij", ux, j_w)
+            grads[3] += coef * np.outer(x[a_prime], h)  # grad_U f = x h^T
+        remaining.remove(a)
+        h_prev, h = h, _sigmoid(v @ x[a] + w @ h)
+        d = (h * (1 - h))[:, None, None]
+        j_vq = d * np.einsum("km,mij->kij", w, j_vq)
+        j_v = d * (eye[:, :, None] * x[a][None, None, :] + np.einsum("km,mij->kij", w, j_v))
+        j_w = d * (eye[:, :, None] * h_prev[None, None, :] + np.einsum("km,mij->kij", w, j_w))
+    return grads
+
+
+@pytest.mark.parametrize("return_only", [False, True])
+def test_reinforce_autograd_equals_the_papers_policy_gradient(return_only):
+    bundle, data = _data(queries=2, docs=5, emb=3, seed=4, double=True)
+    torch.manual_seed(4)
+    model = MDPDiv(bundle.dims, hidden=2).double()
+    objective = Reinforce(reward="alpha_dcg", return_only=return_only)
+    minibatch = Episodes(np.array([0, 1]), seed=11)
+    order, _, rewards = objective.episode(model, data, minibatch.seed)
+    model.zero_grad()
+    objective.loss(model, data, minibatch).backward()
+    want = [np.zeros(p.shape) for p in model.parameters()]
+    for q in range(2):
+        n = int(data["doc_mask"][q].sum())
+        g = returns(rewards[q:q + 1], 1.0)[0].numpy()
+        weight = np.full(n, g[0]) if return_only else g[:n]
+        params = [p.detach().numpy() for p in (model.query_state, model.doc_state, model.transition, model.policy)]
+        grads = _paper_policy_gradients(data["query_vec"][q].numpy(), data["doc_vec"][q, :n].numpy(), *params,
+                                        order[q, :n].tolist(), weight)
+        for total, g_q in zip(want, grads):
+            total -= g_q / 2  # loss = -mean over the 2 lists (gradient ascent -> descent)
+    got = [model.query_state.grad, model.doc_state.grad, model.transition.grad, model.policy.grad]
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g.numpy(), w, rtol=1e-9, atol=1e-12)
+
+
+def test_epoch_end_reports_sampled_and_argmax_alpha_dcg():
+    bundle, data = _data(seed=5)
+    torch.manual_seed(5)
+    model = MDPDiv(bundle.dims, hidden=3)
+    objective = Reinforce(reward="s_recall")
+    objective.prepare(bundle, np.random.default_rng(0))
+    objective.monitor = {"test": bundle.select([0, 1])}
+    sampled = []
+    for seed, rows in [(1, np.array([0, 2, 4])), (2, np.array([1, 3, 5]))]:
+        objective.loss(model, data, Episodes(rows, seed))
+        order, _, _ = Reinforce().episode(model, {k: v[torch.as_tensor(rows)] for k, v in data.items()}, seed)
+        labels = bundle.labels[rows] * bundle.doc_mask[rows, :, None]
+        sampled.append(alpha_dcg(rank_labels(labels, np.clip(order.numpy(), 0, None)) * (order.numpy() >= 0)[..., None]))
+    stats = objective.epoch_end(model)
+    assert set(stats) == {"train_sample", "train_argmax", "test_argmax"}
+    assert stats["train_sample"] == pytest.approx(np.concatenate(sampled).mean())
+    order = model.rank(data).numpy()
+    labels = bundle.labels * bundle.doc_mask[..., None]
+    argmax = alpha_dcg(rank_labels(labels, np.clip(order, 0, None)) * (order >= 0)[..., None])
+    assert stats["train_argmax"] == pytest.approx(argmax.mean())
+    assert stats["test_argmax"] == pytest.approx(argmax[:2].mean())
+    assert np.isnan(objective.epoch_end(model)["train_sample"])  # reset after each epoch
