@@ -85,12 +85,15 @@ def read_qrels(path: str | os.PathLike, qids: set[str]) -> pd.DataFrame:
     frame = read_fields(path, QRELS_FIELDS)
     sid = parse_numbers(frame, "sid", path, integer=True)
     grade = parse_numbers(frame, "grade", path, integer=True)
-    bad = np.flatnonzero((sid < 0).to_numpy() | ~frame["qid"].isin(qids).to_numpy()
-                         | frame.duplicated(["qid", "sid", "docno"]).to_numpy())
-    if bad.size:
-        row = frame.iloc[bad[0]]
-        raise InputError(path, f"bad judgment (unknown topic, negative subtopic or judged twice): "
-                               f"{' '.join(row[list(QRELS_FIELDS)])}", int(row["line"]))
+    problems = {
+        "unknown topic": ~frame["qid"].isin(qids).to_numpy(),
+        "negative subtopic": (sid < 0).to_numpy(),
+        "(qid, subtopic, docno) judged twice": frame.duplicated(["qid", "sid", "docno"]).to_numpy(),
+    }
+    for problem, bad in problems.items():
+        if bad.any():
+            row = frame.iloc[int(np.flatnonzero(bad)[0])]
+            raise InputError(path, f"{problem}: {' '.join(row[list(QRELS_FIELDS)])}", int(row["line"]))
     grade = grade.clip(lower=0)
     return pd.DataFrame({"qid": frame["qid"], "sid": sid.astype(str), "docno": frame["docno"],
                          "grade": grade, "rel": (grade > 0).astype(np.int8)})

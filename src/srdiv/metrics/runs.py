@@ -77,12 +77,15 @@ def _where(frame: pd.DataFrame, i: int) -> str:
 def check_run(run: pd.DataFrame, path: str | os.PathLike = "<run>", qids: Iterable[str] | None = None) -> None:
     """Raise :class:`InputError` for a run ndeval would reject or we cannot evaluate.
 
-    Checks: at least one row; a ``docno`` at most once per ``qid``; when ranks
-    order the run, a rank at most once per ``qid``; with ``qids``, every
-    ``qid`` among them (the collection's topics).
+    Checks: at least one row; finite scores and integer ranks; a ``docno`` at
+    most once per ``qid``; when ranks order the run, a rank at most once per
+    ``qid``; with ``qids``, every ``qid`` among them (the collection's topics).
     """
     if len(run) == 0:
         raise InputError(path, "empty run")
+    for column in ("rank", "score"):
+        if column in run:
+            parse_numbers(run, column, path, integer=column == "rank")
     if qids is not None:
         unknown = ~run["qid"].isin(set(qids)).to_numpy()
         if unknown.any():
