@@ -35,8 +35,10 @@ class MDPDiv(DiversityModel):
 
     sequential: ClassVar[bool] = True
 
-    def __init__(self, dims: BundleDims, hidden: int = 5, init_scale: float = 1.0):
+    def __init__(self, dims: BundleDims, hidden: int = 5, init_scale: float = 1.0, representation: str = "doc2vec"):
+        """``representation`` names the bundle the pipeline feeds (``bundle/<repr>.npz``)."""
         super().__init__()
+        self.representation = representation
         self.query_state = nn.Parameter(torch.empty(hidden, dims.emb))  # V_q
         self.doc_state = nn.Parameter(torch.empty(hidden, dims.emb))  # V
         self.transition = nn.Parameter(torch.empty(hidden, hidden))  # W

@@ -73,27 +73,6 @@ class RelationalLTR(DiversityModel):
         """The batch with its pairwise features under :data:`PAIRS`, computed once for many contexts."""
         return {**batch, PAIRS: self.pairs(batch)}
 
-    def context_scores(self, batch: Batch, context: torch.Tensor, candidates: torch.Tensor) -> torch.Tensor:
-        """``f(d, S)`` ``[B, M]`` of ``candidates [B, M]`` after ``context [B, L]`` (-1 padding), Eq. 3."""
-        pairs = batch[PAIRS] if PAIRS in batch else self.pairs(batch)
-        cand = candidates.clamp(min=0)
-        feats = batch["rel_feat"].gather(1, cand[..., None].expand(-1, -1, batch["rel_feat"].shape[2]))
-        scores = feats @ self.relevance  # [B, M]
-        if context.shape[1] == 0:
-            return scores
-        rows = torch.arange(pairs.shape[0], device=pairs.device)[:, None, None]
-        sel = pairs[rows, cand[:, :, None], context.clamp(min=0)[:, None, :]]  # [B, M, L, P]
-        valid = (context >= 0)[:, None, :, None]
-        count = valid.sum(2)  # [B, 1, P]
-        if self.aggregate == "min":
-            agg = sel.masked_fill(~valid, float("inf")).amin(2)
-        elif self.aggregate == "max":
-            agg = sel.masked_fill(~valid, float("-inf")).amax(2)
-        else:
-            agg = (sel * valid).sum(2) / count.clamp(min=1)
-        agg = torch.where(count > 0, agg, 0.0)  # empty S: no novelty term
-        return scores + agg @ self.novelty
-
     def prefix_scores(self, batch: Batch, rankings: torch.Tensor) -> torch.Tensor:
         """``[B, N, L, D]`` = ``context_scores`` of every candidate after each prefix of ``rankings [B, N, L]``.
 
@@ -118,6 +97,14 @@ class RelationalLTR(DiversityModel):
         scores = (batch["rel_feat"] @ self.relevance)[:, :, None, None] + agg @ self.novelty  # [B, D, N, L]
         return scores.permute(0, 2, 3, 1)
 
+    def context_scores(self, batch: Batch, context: torch.Tensor, candidates: torch.Tensor) -> torch.Tensor:
+        """``f(d, S)`` ``[B, M]`` of ``candidates [B, M]`` after ``context [B, L]`` (-1 padding), Eq. 3.
+
+        The prefix scores of the context followed by one more position, at that position.
+        """
+        ranking = torch.cat([context, context.new_full((len(context), 1), -1)], 1)[:, None]  # [B, 1, L + 1]
+        return self.prefix_scores(batch, ranking)[:, 0, -1].gather(1, candidates.clamp(min=0))
+
     def rank(self, batch: Batch) -> torch.Tensor:
         """Algorithm 1 (greedy maximal marginal relevance) with ``P`` computed once."""
         with torch.no_grad():
@@ -140,8 +127,10 @@ class RLTR(RelationalLTR):
 class NTN(RelationalLTR):
     """R-LTR-NTN / PAMM-NTN: novelty from a bilinear tensor layer of ``slices`` slices over ``doc_vec``."""
 
-    def __init__(self, dims: BundleDims, slices: int = 7, init_scale: float = 1.0):
+    def __init__(self, dims: BundleDims, slices: int = 7, init_scale: float = 1.0, representation: str = "doc2vec"):
+        """``representation`` names the bundle the pipeline feeds (``bundle/<repr>.npz``: doc2vec or LDA)."""
         super().__init__(dims, slices, "max", init_scale)
+        self.representation = representation
         self.tensor = nn.Parameter(torch.empty(slices, dims.emb, dims.emb))  # W^[1:z]
         self.reset_parameters()
 
