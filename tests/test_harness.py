@@ -205,7 +205,8 @@ def test_job_resumes_after_a_killed_epoch_with_identical_metrics(tmp_path):
 
     with pytest.raises(KeyboardInterrupt):
         _job(tmp_path / "cut", "LP", bundle, coll, fold=3, samples=samples, callbacks=[kill])
-    assert (tmp_path / "cut/LP/fold3/tune/point0.pt").exists() and not (tmp_path / "cut/LP/fold3/metrics.parquet").exists()
+    cut_dir = tmp_path / "cut/LP/fold3"
+    assert (cut_dir / "tune/point0.pt").exists() and not (cut_dir / "metrics.parquet").exists()
     trained_after_resume = []
     _job(tmp_path / "cut", "LP", bundle, coll, fold=3, samples=samples,
          callbacks=[lambda epoch, record: trained_after_resume.append(epoch)])

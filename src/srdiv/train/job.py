@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 import numpy as np
+import pandas as pd
 import torch
 
 from srdiv.collection.schema import Collection
@@ -41,7 +42,7 @@ from srdiv.models.base import DiversityModel
 from srdiv.registry import MODELS, OBJECTIVES, Registry
 from srdiv.sampling.samples import Samples
 from srdiv.train.config import ModelSpec, TrainSettings
-from srdiv.train.folds import fold_split, select_queries
+from srdiv.train.folds import FoldSplit, fold_split, select_queries
 from srdiv.train.ranking import RunScorer, rank_bundle, resolve_device, run_frame
 from srdiv.train.trainer import Callback, Trainer, curve_frame, trainable
 
@@ -118,6 +119,40 @@ class Trained:
         return cls.from_dict(torch.load(path, map_location="cpu", weights_only=True))
 
 
+@dataclass
+class FoldData:
+    """The bundles of one trial, standardised by a scaler fitted on the training queries."""
+
+    train: Bundle
+    valid: Bundle
+    test: Bundle
+    scaler: FeatureScaler
+
+    @classmethod
+    def make(cls, bundle: Bundle, split: FoldSplit, settings: TrainSettings) -> "FoldData":
+        """Training queries with their top ``train_docs``, validation and test with their top ``rank_docs``."""
+        train = select_queries(bundle, split.train).truncate(settings.train_docs)
+        scaler = FeatureScaler.fit(train)
+        return cls(scaler.transform(train),
+                   scaler.transform(select_queries(bundle, split.valid).truncate(settings.rank_docs)),
+                   scaler.transform(select_queries(bundle, split.test).truncate(settings.rank_docs)), scaler)
+
+
+@dataclass
+class TunedPoint:
+    """One grid point after training: its spec, validation score, model and learning curve."""
+
+    point: dict
+    spec: ModelSpec
+    valid: float
+    best_epoch: int
+    model: DiversityModel
+    curve: pd.DataFrame
+
+    def summary(self) -> dict:
+        return {"point": self.point, "valid": self.valid, "best_epoch": self.best_epoch, "epochs": len(self.curve)}
+
+
 def run_job(spec: ModelSpec, bundle: Bundle, collection: Collection, fold: int, out: str | Path, seed: int = 0,
             samples: Samples | None = None, prior: Trained | None = None, callbacks: Sequence[Callback] = (),
             progress: bool | None = None) -> dict[str, Any]:
@@ -135,57 +170,50 @@ def run_job(spec: ModelSpec, bundle: Bundle, collection: Collection, fold: int, 
     settings = spec.train
     split = fold_split(collection.folds, fold)
     device = resolve_device(settings.device)
-    train = select_queries(bundle, split.train).truncate(settings.train_docs)
-    scaler = FeatureScaler.fit(train)
-    train = scaler.transform(train)
-    valid = scaler.transform(select_queries(bundle, split.valid).truncate(settings.rank_docs))
-    test = scaler.transform(select_queries(bundle, split.test).truncate(settings.rank_docs))
-    dims = valid.dims
-    prior_model = _prior_model(spec, prior, scaler, device)
+    data = FoldData.make(bundle, split, settings)
+    prior_model = _prior_model(spec, prior, data.scaler, device)
     valid_scorer = RunScorer(collection.qrels, split.valid, [settings.valid_measure])
 
     def validate(model: DiversityModel) -> float:
-        return valid_scorer.mean(run_frame(valid, rank_bundle(model, valid, device, settings.rank_batch)),
-                                 settings.valid_measure)
+        run = run_frame(data.valid, rank_bundle(model, data.valid, device, settings.rank_batch))
+        return valid_scorer.mean(run, settings.valid_measure)
 
     start = time.perf_counter()
-    grid, best = [], None
-    for i, point in enumerate(spec.grid()):
+    grid = spec.grid()
+    tuned = []
+    for i, point in enumerate(grid):
         point_spec = spec.at(point)
         torch.manual_seed(seed)
-        model = build_model(point_spec, dims, prior_model).to(device)
+        model = build_model(point_spec, data.valid.dims, prior_model).to(device)
         if point_spec.objective and trainable(model):
             objective = lookup(OBJECTIVES, point_spec.objective)(**point_spec.objective_params)
             objective.samples = samples
             trainer = Trainer(point_spec.train, point_spec.optim, device, seed, out / "tune" / f"point{i}.pt",
                               _fingerprint(point_spec, seed, fold), callbacks, progress,
-                              desc=f"{spec.row} fold{fold} point {i + 1}/{len(spec.grid())}")
-            fit = trainer.fit(model, objective, train, validate)
-            score, curve, epoch = fit.valid, fit.curve, fit.epoch
+                              desc=f"{spec.row} fold{fold} point {i + 1}/{len(grid)}")
+            fit = trainer.fit(model, objective, data.train, validate)
+            tuned.append(TunedPoint(point, point_spec, fit.valid, fit.epoch, model, fit.curve))
         else:
-            score, curve, epoch = validate(model), curve_frame([]), 0
-        grid.append({"point": point, "valid": score, "best_epoch": epoch, "epochs": len(curve)})
-        if best is None or score > best[2]:
-            best = (point, point_spec, score, model, curve)
+            tuned.append(TunedPoint(point, point_spec, validate(model), 0, model, curve_frame([])))
     train_seconds = time.perf_counter() - start
-    point, chosen, score, model, curve = best
+    best = max(tuned, key=lambda t: t.valid)  # the first of equals
 
     start = time.perf_counter()
-    orders = rank_bundle(model, test, device, settings.rank_batch)
-    rank_ms = 1000 * (time.perf_counter() - start) / max(len(test), 1)
-    run = run_frame(test, orders)
-    metrics = RunScorer(collection.qrels, split.test).per_query(run)
+    orders = rank_bundle(best.model, data.test, device, settings.rank_batch)
+    rank_ms = 1000 * (time.perf_counter() - start) / max(len(data.test), 1)
+    run = run_frame(data.test, orders)
 
-    hparams = {"row": spec.row, "fold": fold, "seed": seed, "chosen": point, "valid_measure": settings.valid_measure,
-               "valid": score, "grid": grid, "spec": chosen.to_dict()}
-    timings = {"train_seconds": train_seconds, "rank_ms_per_query": rank_ms, "test_queries": len(test),
+    hparams = {"row": spec.row, "fold": fold, "seed": seed, "chosen": best.point,
+               "valid_measure": settings.valid_measure, "valid": best.valid,
+               "grid": [t.summary() for t in tuned], "spec": best.spec.to_dict()}
+    timings = {"train_seconds": train_seconds, "rank_ms_per_query": rank_ms, "test_queries": len(data.test),
                "tune_points": len(grid), "device": str(device)}
     write_trec_run(run, out / "run.txt", tag=spec.row)
-    write_parquet(metrics, out / "metrics.parquet")
+    write_parquet(RunScorer(collection.qrels, split.test).per_query(run), out / "metrics.parquet")
     write_text(json.dumps(hparams, indent=2, default=_jsonable) + "\n", out / "hparams.json")
     write_text(json.dumps(timings, indent=2) + "\n", out / "timings.json")
-    write_parquet(curve, out / "curve.parquet")
-    Trained(chosen, dims, _cpu_state(model), scaler, prior).save(out / MODEL_FILE)
+    write_parquet(best.curve, out / "curve.parquet")
+    Trained(best.spec, data.valid.dims, _cpu_state(best.model), data.scaler, prior).save(out / MODEL_FILE)
     shutil.rmtree(out / "tune", ignore_errors=True)
     return hparams
 
@@ -193,10 +221,8 @@ def run_job(spec: ModelSpec, bundle: Bundle, collection: Collection, fold: int, 
 def _prior_model(spec: ModelSpec, prior: Trained | None, scaler: FeatureScaler,
                  device: torch.device) -> DiversityModel | None:
     """The frozen prior model; it must have been trained on features standardised like ours."""
-    if spec.prior is None:
-        return None
-    if prior is None:
-        raise ValueError(f"model row {spec.row} needs its prior '{spec.prior}' (srdiv train --prior DIR)")
+    if spec.prior is None or prior is None:
+        return None  # build_model reports a missing prior
     if prior.spec.row != spec.prior:
         raise ValueError(f"model row {spec.row} wants prior '{spec.prior}', got a model of row '{prior.spec.row}'")
     same = all(np.allclose(a, b) for a, b in zip(asdict(prior.scaler).values(), asdict(scaler).values()))

@@ -45,7 +45,9 @@ def make_optimizer(parameters, optim: dict) -> torch.optim.Optimizer:
     name = cfg.pop("name", "adam")
     if name not in OPTIMIZERS:
         raise ValueError(f"unknown optimiser '{name}' (known: {', '.join(OPTIMIZERS)})")
-    return OPTIMIZERS[name](parameters, lr=cfg.pop("lr", 1e-3), weight_decay=cfg.pop("weight_decay", 0.0), **cfg)
+    # float(): YAML reads "1e-3" (no dot) as a string
+    return OPTIMIZERS[name](parameters, lr=float(cfg.pop("lr", 1e-3)), weight_decay=float(cfg.pop("weight_decay", 0.0)),
+                           **cfg)
 
 
 def curve_frame(records: list[dict]) -> pd.DataFrame:
@@ -61,12 +63,11 @@ def trainable(model: DiversityModel) -> bool:
 
 @dataclass
 class FitResult:
-    """Best validation score, its epoch, the learning curve (``CURVE_COLUMNS``) and training seconds."""
+    """Best validation score, its epoch and the learning curve (``CURVE_COLUMNS``)."""
 
     valid: float
     epoch: int
     curve: pd.DataFrame
-    seconds: float
 
 
 class Trainer:
@@ -128,8 +129,7 @@ class Trainer:
                 callback(epoch, record)
         bar.close()
         model.load_state_dict(state["best_state"])
-        curve = curve_frame(state["curve"])
-        return FitResult(state["best_valid"], state["best_epoch"], curve, float(curve["seconds"].sum()))
+        return FitResult(state["best_valid"], state["best_epoch"], curve_frame(state["curve"]))
 
     def _epoch(self, model: DiversityModel, objective: Objective, optimizer: torch.optim.Optimizer, data, prepared,
                n_queries: int, rng: np.random.Generator, epoch: int) -> float:
