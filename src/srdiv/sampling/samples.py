@@ -1,6 +1,6 @@
 """The training samples of one fold: list-pairwise samples and PAMM rankings in one ``.npz``.
 
-File ``<out>/samples.npz`` (no pickles), arrays indexed as below (``Q``
+File ``<out>/samples.npz`` (compressed, no pickles), arrays indexed as below (``Q``
 training queries, ``D = train_docs`` candidates, indices into the bundle's D axis):
 
 ==================  ============  ==================================================
@@ -74,10 +74,10 @@ class Samples:
         return np.array([pos[q] for q in self.qids], dtype=np.int64)
 
     def save(self, path: str | Path) -> None:
-        """Write ``path`` (``.npz``) atomically."""
+        """Write ``path`` (compressed ``.npz``, about 3 MB for a TREC fold) atomically."""
         with atomic_path(path) as tmp, open(tmp, "wb") as fh:
-            np.savez(fh, qids=self.qids.astype(str), meta=np.array(json.dumps(self.meta)),
-                     **asdict(self.list_pairwise), **self.pamm)
+            np.savez_compressed(fh, qids=self.qids.astype(str), meta=np.array(json.dumps(self.meta)),
+                                **asdict(self.list_pairwise), **self.pamm)
 
     @classmethod
     def load(cls, path: str | Path) -> "Samples":
