@@ -44,5 +44,25 @@ def trec_web(
                f"{len(coll.suggestions)} suggestions, {len(coll.run)} run rows -> {out}")
 
 
+@collection_app.command("wordnet-div")
+def wordnet_div(
+    wordnet_dir: Path = typer.Option(Path("/usr/share/wordnet"), help="WordNet 3.0 database (data.noun, index.noun, ...)."),
+    out: Path = typer.Option(..., help="Output collection directory (tables + README.md data card)."),
+    params: Path = typer.Option(None, help="params.yaml whose collections.wordnet-div section overrides the defaults."),
+) -> None:
+    """The open default collection built from WordNet 3.0 (see its data card)."""
+    from srdiv.collection.schema import write_collection
+    from srdiv.collection.wordnet import WordnetDivConfig, build_wordnet_div
+    from srdiv.collection.wordnet_card import data_card
+    from srdiv.io import write_text
+    from srdiv.params import load_params
+
+    cfg = WordnetDivConfig.from_params(load_params(params) if params else {})
+    coll = build_wordnet_div(wordnet_dir, cfg)
+    write_collection(coll, out)
+    write_text(data_card(coll, cfg), out / "README.md")
+    typer.echo(f"{len(coll.topics)} queries, {len(coll.subtopics)} subtopics, {len(coll.docs)} documents -> {out}")
+
+
 def register(app: typer.Typer) -> None:
     app.add_typer(collection_app, name="collection")

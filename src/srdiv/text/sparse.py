@@ -26,12 +26,14 @@ index would.
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 from pathlib import Path
 from typing import Sequence
 
 import numpy as np
+import pandas as pd
 import scipy.sparse as sp
 
 from srdiv.text.analysis import tokenize_many
@@ -39,16 +41,16 @@ from srdiv.text.analysis import tokenize_many
 MODELS = ("bm25", "tfidf", "lmir")
 
 
-def count_matrix(token_lists: list[list[str]], vocab: dict[str, int]) -> sp.csr_matrix:
-    """Term counts ``[texts, terms]`` of analysed texts; out-of-vocabulary terms dropped."""
-    lengths = np.fromiter((len(toks) for toks in token_lists), dtype=np.int64, count=len(token_lists))
-    flat = [tok for toks in token_lists for tok in toks]
-    term_ids = np.fromiter((vocab.get(tok, -1) for tok in flat), dtype=np.int64, count=len(flat))
+def count_matrix(token_lists: list[list[str]], terms: pd.Index) -> sp.csr_matrix:
+    """Term counts ``[texts, terms]`` of analysed texts; tokens not in ``terms`` are dropped."""
+    lengths = np.fromiter(map(len, token_lists), dtype=np.int64, count=len(token_lists))
+    flat = np.fromiter(itertools.chain.from_iterable(token_lists), dtype=object, count=int(lengths.sum()))
+    term_ids = terms.get_indexer(flat) if len(flat) else np.zeros(0, dtype=np.int64)
     rows = np.repeat(np.arange(len(token_lists)), lengths)
     keep = term_ids >= 0
     mat = sp.csr_matrix(
         (np.ones(int(keep.sum())), (rows[keep], term_ids[keep])),
-        shape=(len(token_lists), len(vocab)),
+        shape=(len(token_lists), len(terms)),
     )
     mat.sum_duplicates()
     return mat
@@ -76,7 +78,7 @@ class FieldIndex:
                  b: float = 0.75, mu: float = 2000.0):
         self.tf = sp.csr_matrix(tf, dtype=np.float64)
         self.terms = list(terms)
-        self.vocab = {t: i for i, t in enumerate(self.terms)}
+        self.vocab = pd.Index(self.terms, dtype=object)
         self.k1, self.b, self.mu = float(k1), float(b), float(mu)
         self.n_docs = self.tf.shape[0]
         self.doc_len = np.asarray(self.tf.sum(axis=1)).ravel()  # [docs]
@@ -90,9 +92,8 @@ class FieldIndex:
                    mu: float = 2000.0) -> "FieldIndex":
         """Index ``texts`` (one per document, in document order)."""
         tokens = tokenize_many(texts)
-        terms = sorted({tok for toks in tokens for tok in toks})
-        vocab = {t: i for i, t in enumerate(terms)}
-        return cls(count_matrix(tokens, vocab), terms, k1=k1, b=b, mu=mu)
+        terms = pd.Index(sorted(set(itertools.chain.from_iterable(tokens))), dtype=object)
+        return cls(count_matrix(tokens, terms), terms, k1=k1, b=b, mu=mu)
 
     # ----------------------------------------------------------------- scoring
     def _term_weights(self, model: str) -> sp.csr_matrix:

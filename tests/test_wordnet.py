@@ -1,0 +1,176 @@
+"""wordnet-div: the WordNet reader, the build rules on a hand-made database, and the shipped copy."""
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from srdiv.collection.schema import TABLES, conform, load_collection
+from srdiv.collection.wordnet import (
+    DEFAULT_WORDNET_DIR,
+    WordnetDivConfig,
+    build_wordnet_div,
+    sample_and_fold,
+)
+from srdiv.collection.wordnet_card import data_card
+from srdiv.collection.wordnet_files import read_wordnet
+from srdiv.io import InputError
+from srdiv.params import load_params
+
+ROOT = Path(__file__).resolve().parents[1]
+MINI = ROOT / "tests" / "fixtures" / "wordnet-mini"
+SHIPPED = ROOT / "data" / "collections" / "wordnet-div"
+
+# The mini database (tests/fixtures/wordnet-mini): "bass" has three noun senses
+#   S1 10000001 noun.animal   ~ sea_bass ~ striped_bass (depth 2); @ fish
+#   S2 10000003 noun.artifact ~ bass_fiddle %p fingerboard (depth 2)
+#   S3 10000005 noun.communication (bass, basso) ~ basso_profundo
+# plus fish and drum (mention "bass" without being under a sense), the verb
+# fiddle (pointed to by bass_fiddle) and the adjective bass(a) (an own entry).
+
+
+@pytest.fixture(scope="module")
+def mini():
+    return build_wordnet_div(MINI, WordnetDivConfig())
+
+
+def test_reader_parses_words_markers_pointers_and_senses():
+    wn = read_wordnet(MINI)
+    assert len(wn.synsets) == 12
+    syn = wn.synsets.set_index(wn.synsets["pos"] + ":" + wn.synsets["offset"])
+    assert syn.loc["n:10000004", "lemmas"] == ["bass_fiddle", "double_bass"]
+    assert syn.loc["a:30000001", "lemmas"] == ["bass"]  # "(a)" marker removed
+    assert syn.loc["v:20000001", "gloss"] == "play the fiddle"  # verb frames skipped
+    assert syn.loc["n:10000002", "gloss"] == 'marine fish; "grilled sea bass"'
+    fiddle = wn.pointers[wn.pointers["src"] == syn.index.get_loc("n:10000004")]
+    assert fiddle["symbol"].tolist() == ["@", "%p", "+"]
+    assert fiddle["dst"].tolist() == [syn.index.get_loc(k) for k in ("n:10000003", "n:10000008", "v:20000001")]
+    assert [syn.index[i] for i in wn.noun_senses["bass"]] == ["n:10000001", "n:10000003", "n:10000005"]
+
+
+def test_reader_names_the_missing_file(tmp_path):
+    with pytest.raises(InputError, match="data.noun"):
+        read_wordnet(tmp_path)
+
+
+def test_documents_fields_and_graph(mini):
+    docs = mini.docs.set_index("docno")
+    fiddle = docs.loc["wn-n-10000004"]
+    assert fiddle["title"] == "bass fiddle, double bass"
+    assert fiddle["body"] == "largest bowed stringed instrument"
+    assert fiddle["anchor"] == "bass; fingerboard; fiddle"  # S2 (~), fingerboard (#p), fiddle (+)
+    assert fiddle["url"] == "noun.artifact/bass_fiddle"
+    assert (fiddle["inlinks"], fiddle["outlinks"]) == (3, 3)
+    assert docs.loc["wn-n-10000011", "anchor"] == "" and docs.loc["wn-n-10000011", "inlinks"] == 0
+    assert docs.loc["wn-a-30000001", "url"] == "adj.all/bass"
+    assert docs["pagerank"].sum() == pytest.approx(1.0)
+    # drum has no links: only the teleport share and dangling mass reach it
+    assert docs["pagerank"].idxmin() in {"wn-n-10000011", "wn-a-30000001"}
+
+
+def test_run_pool_relevance_and_subtopics(mini):
+    assert mini.topics.to_dict("records") == [
+        {"qid": "1", "query": "bass", "description": "WordNet noun 'bass'", "type": "ambiguous"}]
+    assert mini.subtopics["sid"].tolist() == ["1", "2", "3"]
+    assert mini.subtopics["text"].tolist()[0] == "edible spiny-finned fish"
+    # hits: every document holding "bass" in title, body, anchor or url, except the
+    # own entries S1, S2, S3 and the adjective; fish and fiddle match through anchors
+    assert set(mini.run["docno"]) == {f"wn-n-1000000{i}" for i in (2, 4, 6, 7, 8)} | {
+        "wn-n-10000010", "wn-n-10000011", "wn-v-20000001"}
+    assert mini.run["rank"].tolist() == list(range(1, 9))
+    assert (np.diff(mini.run["score"]) <= 0).all()
+    # fish and drum tie (same length, one "bass" each): lower synset index first
+    assert mini.run["docno"].tolist()[-2:] == ["wn-n-10000010", "wn-n-10000011"]
+    assert len(mini.qrels) == 3 * 8
+    relevant = mini.qrels[mini.qrels["rel"] == 1].groupby("sid")["docno"].apply(sorted).to_dict()
+    assert relevant == {"1": ["wn-n-10000002", "wn-n-10000007"],   # depth 1 and 2 hyponyms
+                        "2": ["wn-n-10000004", "wn-n-10000008"],   # hyponym, then its part meronym
+                        "3": ["wn-n-10000006"]}
+    assert (mini.qrels["grade"] == mini.qrels["rel"]).all()
+
+
+def test_fewer_official_subtopics_drops_the_query():
+    coll = build_wordnet_div(MINI, WordnetDivConfig(relevance_depth=1, max_subtopics=2))
+    assert coll.topics.empty and coll.qrels.empty and coll.suggestions.empty
+
+
+def test_suggestions(mini):
+    sugg = mini.suggestions
+    level1 = sugg[sugg["level"] == 1]
+    # Senses take turns (S1, S2, S3, S1, ...). S3's profile: "bass, basso" + its gloss +
+    # basso_profundo's title and gloss = 12 tokens; basso and voice (2/12, in no other
+    # profile, df 2) tie and go alphabetically; then adult (1/12, df 1).
+    assert level1["text"].tolist() == [
+        "bass sea", "bass stringed", "bass basso", "bass fish", "bass instrument", "bass voice",
+        "bass marine", "bass bowed", "bass adult", "bass atlantic"]
+    assert level1["sugg_id"].tolist() == [str(i) for i in range(1, 11)]
+    assert (level1["parent"] == "").all() and (sugg["weight"] == 1.0).all()
+    level2 = sugg[sugg["level"] == 2]
+    assert set(level2["parent"]) <= set(level1["sugg_id"])
+    by_parent = level2.groupby("parent")["text"].apply(list).to_dict()
+    assert by_parent["1"] == ["bass sea striped"]  # "sea bass" minus words already there; then striped bass
+    assert by_parent["3"] == ["bass basso profundo"]
+    assert by_parent["4"] == ["bass fish sea", "bass fish striped"]  # nearest hyponym first
+
+
+def test_sample_and_fold_is_seeded_and_balanced():
+    chosen, fold = sample_and_fold(20, WordnetDivConfig(max_queries=12, seed=3))
+    assert len(chosen) == 12 and (np.diff(chosen) > 0).all() and chosen.max() < 20
+    assert sorted(np.bincount(fold)[1:]) == [2, 2, 2, 3, 3]
+    again = sample_and_fold(20, WordnetDivConfig(max_queries=12, seed=3))
+    other = sample_and_fold(20, WordnetDivConfig(max_queries=12, seed=4))
+    assert np.array_equal(chosen, again[0]) and np.array_equal(fold, again[1])
+    assert not np.array_equal(chosen, other[0])
+    all_of, _ = sample_and_fold(7, WordnetDivConfig())
+    assert all_of.tolist() == list(range(7))
+
+
+def test_config_from_params():
+    cfg = WordnetDivConfig.from_params(
+        {"collections": {"wordnet-div": {"max_queries": 12, "run_fields": ["title", "body"]}}})
+    assert cfg.max_queries == 12 and cfg.run_fields == ("title", "body") and cfg.mu == 2000.0
+    assert WordnetDivConfig.from_params({}) == WordnetDivConfig()
+    with pytest.raises(InputError, match="unknown keys"):
+        WordnetDivConfig.from_params({"collections": {"wordnet-div": {"max_query": 12}}})
+    with pytest.raises(InputError, match="run_fields"):
+        WordnetDivConfig.from_params({"collections": {"wordnet-div": {"run_fields": ["text"]}}})
+
+
+# ------------------------------------------------------------- the shipped copy
+def _shipped_config() -> WordnetDivConfig:
+    params = ROOT / "params.yaml"
+    return WordnetDivConfig.from_params(load_params(params) if params.exists() else {})
+
+
+@pytest.fixture(scope="module")
+def shipped():
+    return load_collection(SHIPPED, with_docs=True)
+
+
+def test_data_card_matches_the_shipped_tables(shipped):
+    assert data_card(shipped, _shipped_config()) == (SHIPPED / "README.md").read_text()
+
+
+def test_shipped_copy_is_consistent(shipped):
+    assert set(shipped.folds["fold"]) == {1, 2, 3, 4, 5}
+    assert set(shipped.qrels["docno"]) <= set(shipped.docs["docno"])
+    pooled = shipped.run[["qid", "docno"]].merge(shipped.subtopics[["qid", "sid"]])
+    judged = shipped.qrels[["qid", "sid", "docno"]]
+    assert len(pooled) == len(judged) == len(pooled.merge(judged))  # every (subtopic, pooled doc) judged once
+    assert shipped.qrels.groupby(["qid", "sid"])["rel"].max().min() == 1
+    assert shipped.subtopics.groupby("qid").size().between(3, 8).all()
+    level1 = shipped.suggestions[shipped.suggestions["level"] == 1]
+    assert level1.groupby("qid").size().max() <= 10
+    query = level1["qid"].map(shipped.topics.set_index("qid")["query"])
+    assert (level1["text"].str.split().str[0] == query).all()
+    assert sum(p.stat().st_size for p in SHIPPED.iterdir()) < 30e6
+
+
+@pytest.mark.skipif(not (DEFAULT_WORDNET_DIR / "data.noun").exists(),
+                    reason=f"WordNet 3.0 not installed at {DEFAULT_WORDNET_DIR} (Debian package wordnet-base)")
+def test_rebuild_equals_the_shipped_copy(shipped):
+    built = build_wordnet_div(DEFAULT_WORDNET_DIR, _shipped_config())
+    for name in TABLES:
+        pd.testing.assert_frame_equal(conform(name, getattr(built, name)), getattr(shipped, name),
+                                      check_exact=False, rtol=1e-12, obj=name)
