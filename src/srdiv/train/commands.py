@@ -26,13 +26,17 @@ def train(
     """Tune on the validation fold, train, rank the test fold and evaluate one model row."""
     from srdiv.collection.schema import load_collection
     from srdiv.features.bundle import Bundle
+    from srdiv.io import InputError
     from srdiv.params import load_params
     from srdiv.sampling.samples import Samples
     from srdiv.train.config import model_spec
     from srdiv.train.job import Trained, run_job
 
     loaded = load_params(params)
-    spec = model_spec(loaded, model)
+    try:
+        spec = model_spec(loaded, model)
+    except (KeyError, ValueError) as err:
+        raise InputError(params[-1], err.args[0]) from None
     hparams = run_job(spec, Bundle.load(bundle), load_collection(collection), fold, out, seed=loaded.get("seed", 0),
                       samples=Samples.load(samples) if samples else None,
                       prior=Trained.load(prior) if prior else None, progress=progress)
