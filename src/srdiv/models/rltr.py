@@ -26,8 +26,10 @@ Parameters start as random values in ``[0, init_scale]`` (Algorithm 2 line 1:
 ``[0, 1]``). The hand-written gradients of Eqs. 6-9 and 11-13 are left to
 autograd; ``tests/test_rltr_ntn.py`` checks both agree.
 
-Ranking (Algorithm 1) is the generic greedy selection, run after
-:meth:`RelationalLTR.precompute` has built ``P`` once per query.
+Scores after every prefix of a training ranking (:meth:`RelationalLTR.prefix_scores`,
+for the Plackett-Luce losses) use running min / max / mean along the ranking;
+``context_scores`` is their last row, and ranking (Algorithm 1) keeps the same
+running aggregate while it selects.
 """
 
 from __future__ import annotations
@@ -38,12 +40,10 @@ import torch
 from torch import nn
 
 from srdiv.features.bundle import BundleDims
-from srdiv.models.base import Batch, DiversityModel, greedy_rank
+from srdiv.models.base import Batch, DiversityModel
 from srdiv.registry import MODELS
 
 AGGREGATES = ("min", "max", "avg")
-PAIRS = "pair_feat"
-"""Batch key of the precomputed pairwise features ``P [B, D, D, P]``."""
 
 
 class RelationalLTR(DiversityModel):
@@ -69,17 +69,13 @@ class RelationalLTR(DiversityModel):
         """Pairwise features ``[B, D, D, P]``: row ``[b, i, j]`` relates candidate i to a selected j."""
         raise NotImplementedError
 
-    def precompute(self, batch: Batch) -> Batch:
-        """The batch with its pairwise features under :data:`PAIRS`, computed once for many contexts."""
-        return {**batch, PAIRS: self.pairs(batch)}
-
     def prefix_scores(self, batch: Batch, rankings: torch.Tensor) -> torch.Tensor:
         """``[B, N, L, D]`` = ``context_scores`` of every candidate after each prefix of ``rankings [B, N, L]``.
 
         The same numbers, with ``h_S`` taken as a running min / max / mean along
         each ranking: one gather of ``P`` per ranking instead of one per prefix.
         """
-        pairs = batch[PAIRS] if PAIRS in batch else self.pairs(batch)
+        pairs = self.pairs(batch)
         n_lists, n_rankings, depth = rankings.shape
         n_docs, n_pairs = pairs.shape[1], pairs.shape[3]
         index = rankings.clamp(min=0).reshape(n_lists, 1, -1, 1).expand(-1, n_docs, -1, n_pairs)
@@ -105,10 +101,41 @@ class RelationalLTR(DiversityModel):
         ranking = torch.cat([context, context.new_full((len(context), 1), -1)], 1)[:, None]  # [B, 1, L + 1]
         return self.prefix_scores(batch, ranking)[:, 0, -1].gather(1, candidates.clamp(min=0))
 
+    @torch.no_grad()
     def rank(self, batch: Batch) -> torch.Tensor:
-        """Algorithm 1 (greedy maximal marginal relevance) with ``P`` computed once."""
-        with torch.no_grad():
-            return greedy_rank(self, self.precompute(batch))
+        """Algorithm 1 (greedy maximal marginal relevance), incrementally.
+
+        ``h_S`` is kept as running state (min / max / sum of the selected
+        documents' pair features, the cumulative operations of
+        :meth:`prefix_scores` taken one step at a time), so a step costs
+        ``O(D P)``; the order equals :func:`srdiv.models.base.greedy_rank`'s.
+        """
+        pairs = self.pairs(batch)
+        mask = batch["doc_mask"]
+        rows = torch.arange(mask.shape[0], device=mask.device)
+        relevance = batch["rel_feat"] @ self.relevance
+        order = torch.full_like(mask, -1, dtype=torch.long)
+        remaining = mask.clone()
+        running, count = None, 0
+        for t in range(int(mask.sum(1).max())):
+            scores = relevance
+            if running is not None:
+                scores = scores + (running / count if self.aggregate == "avg" else running) @ self.novelty
+            best = scores.masked_fill(~remaining, float("-inf")).argmax(1)
+            active = remaining.any(1)
+            order[:, t] = torch.where(active, best, -1)
+            remaining[rows[active], best[active]] = False
+            new = pairs[rows, :, best]  # [B, D, P]: every candidate against the selected document
+            if running is None:
+                running = new
+            elif self.aggregate == "min":
+                running = torch.minimum(running, new)
+            elif self.aggregate == "max":
+                running = torch.maximum(running, new)
+            else:
+                running = running + new
+            count += 1
+        return order
 
 
 @MODELS.register("rltr")
