@@ -131,8 +131,10 @@ official subtopics. Rebuild it with
 
     srdiv collection wordnet-div --wordnet-dir /usr/share/wordnet --out data/collections/wordnet-div
 
-(the WordNet 3.0 database of Debian's `wordnet-base` package). The build is
-deterministic; the test suite rebuilds it and compares it with this copy.
+(the WordNet 3.0 database of Debian's `wordnet-base` package; add
+`--params params.yaml` when it has a `collections: wordnet-div:` section).
+The build is deterministic; the test suite rebuilds it and compares it with
+this copy.
 
 ## Construction
 
