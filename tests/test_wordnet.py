@@ -1,11 +1,13 @@
 """wordnet-div: the WordNet reader, the build rules on a hand-made database, and the shipped copy."""
 
+import sys
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 
+from srdiv.cli import main
 from srdiv.collection.schema import TABLES, conform, load_collection
 from srdiv.collection.wordnet import (
     DEFAULT_WORDNET_DIR,
@@ -137,6 +139,28 @@ def test_config_from_params():
         WordnetDivConfig.from_params({"collections": {"wordnet-div": {"run_fields": ["text"]}}})
 
 
+def test_cli_builds_with_params_and_card(tmp_path, monkeypatch, capsys):
+    params = tmp_path / "params.yaml"
+    params.write_text("collections:\n  wordnet-div:\n    n_folds: 2\n    suggestions: 4\n")
+    monkeypatch.setattr(sys, "argv", ["srdiv", "collection", "wordnet-div", "--wordnet-dir", str(MINI),
+                                      "--out", str(tmp_path / "coll"), "--params", str(params)])
+    main()
+    assert "1 queries, 3 subtopics, 12 documents" in capsys.readouterr().out
+    coll = load_collection(tmp_path / "coll", with_docs=True)
+    assert (coll.suggestions["level"] == 1).sum() == 4
+    card = (tmp_path / "coll" / "README.md").read_text()
+    assert "| `n_folds` | `2` |" in card and "| queries | 1 |" in card and "WordNet 3.0 Copyright 2006" in card
+
+
+def test_cli_missing_wordnet_exits_2(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(sys, "argv", ["srdiv", "collection", "wordnet-div", "--wordnet-dir", str(tmp_path),
+                                      "--out", str(tmp_path / "coll")])
+    with pytest.raises(SystemExit) as stop:
+        main()
+    assert stop.value.code == 2 and "data.noun" in capsys.readouterr().err
+    assert not (tmp_path / "coll").exists()
+
+
 # ------------------------------------------------------------- the shipped copy
 def _shipped_config() -> WordnetDivConfig:
     params = ROOT / "params.yaml"
@@ -167,6 +191,7 @@ def test_shipped_copy_is_consistent(shipped):
     assert sum(p.stat().st_size for p in SHIPPED.iterdir()) < 30e6
 
 
+@pytest.mark.slow  # about 20 s of CPU: the whole build
 @pytest.mark.skipif(not (DEFAULT_WORDNET_DIR / "data.noun").exists(),
                     reason=f"WordNet 3.0 not installed at {DEFAULT_WORDNET_DIR} (Debian package wordnet-base)")
 def test_rebuild_equals_the_shipped_copy(shipped):
