@@ -22,6 +22,7 @@ import pandas as pd
 
 from srdiv.collection.schema import load_collection
 from srdiv.collection.wordnet import doc_text
+from srdiv.collection.wordnet_card import candidate_labels, reranked_run
 from srdiv.metrics import evaluate_run, ideal_ranking, mean_measures
 from srdiv.text.sparse import FieldIndex
 
@@ -56,39 +57,24 @@ def xquad(p_query: np.ndarray, p_sugg: np.ndarray, mask: np.ndarray, lam: float)
 def main(path: str) -> None:
     coll = load_collection(path, with_docs=True)
     index = FieldIndex.from_texts(doc_text(coll.docs))
+    docnos, labels = candidate_labels(coll, CANDIDATES)  # [Q, C], [Q, C, S]
     pos = pd.Series(np.arange(len(coll.docs)), index=coll.docs["docno"])
-    run = coll.run[coll.run["rank"] <= CANDIDATES]
-    qids = coll.qids
-    cand = np.full((len(qids), CANDIDATES), -1)
-    q_row = pd.Series(np.arange(len(qids)), index=qids)
-    cand[q_row[run["qid"]].to_numpy(), run["rank"].to_numpy() - 1] = pos[run["docno"]].to_numpy()
-    mask = cand >= 0
-    query_text = coll.topics["query"].tolist()
-    p_query = _normalise(index.score(query_text, "bm25", cand), mask)
-    sugg = coll.suggestions[coll.suggestions["level"] == 1].copy()
-    sugg["s"] = sugg.groupby("qid").cumcount()
-    n_s = int(sugg["s"].max()) + 1
-    p_sugg = np.zeros((len(qids), n_s, CANDIDATES))
-    rows = q_row[sugg["qid"]].to_numpy()
-    p_sugg[rows, sugg["s"].to_numpy()] = _normalise(index.score(sugg["text"].tolist(), "bm25", cand[rows]),
-                                                    mask[rows])
+    mask = docnos != ""
+    cand = pos.reindex(docnos.ravel()).fillna(-1).to_numpy(np.int64).reshape(docnos.shape)  # -1 = padding
+    p_query = _normalise(index.score(coll.topics["query"].tolist(), "bm25", cand), mask)
+    sugg = coll.suggestions[coll.suggestions["level"] == 1]
+    slot = sugg.groupby("qid").cumcount().to_numpy()
+    rows = pd.Series(np.arange(len(coll.qids)), index=coll.qids)[sugg["qid"]].to_numpy()
+    p_sugg = np.zeros((len(coll.qids), slot.max() + 1, CANDIDATES))  # [Q, S, C]
+    p_sugg[rows, slot] = _normalise(index.score(sugg["text"].tolist(), "bm25", cand[rows]), mask[rows])
 
     def ndcg(order: np.ndarray) -> float:
-        docs = np.take_along_axis(cand, order, axis=1)
-        q, r = np.nonzero(np.arange(CANDIDATES) < mask.sum(axis=1, keepdims=True))  # real candidates come first
-        reranked = pd.DataFrame({"qid": np.array(qids)[q], "docno": coll.docs["docno"].to_numpy()[docs[q, r]],
-                                 "rank": r + 1})
-        return mean_measures(evaluate_run(reranked, coll.qrels, ["alpha_nDCG@20"]))["alpha_nDCG@20"]
+        run = reranked_run(coll, docnos, order)
+        return mean_measures(evaluate_run(run, coll.qrels, ["alpha_nDCG@20"]))["alpha_nDCG@20"]
 
-    print(f"initial run            alpha-nDCG@20 = {ndcg(np.tile(np.arange(CANDIDATES), (len(qids), 1))):.4f}")
+    print(f"initial run            alpha-nDCG@20 = {ndcg(np.tile(np.arange(CANDIDATES), (len(mask), 1))):.4f}")
     for lam in (0.25, 0.5, 0.75, 1.0):
         print(f"xQuAD lambda = {lam:<4}     alpha-nDCG@20 = {ndcg(xquad(p_query, p_sugg, mask, lam)):.4f}")
-    rel = coll.qrels[coll.qrels["rel"] > 0]
-    sid_col = rel.groupby("qid")["sid"].rank(method="dense").astype(int) - 1
-    labels = np.zeros((len(qids), CANDIDATES, int(sid_col.max()) + 1))
-    hit = pd.DataFrame({"qid": rel["qid"], "docno": rel["docno"], "col": sid_col}).merge(
-        run.assign(r=run["rank"] - 1), on=["qid", "docno"])
-    labels[q_row[hit["qid"]].to_numpy(), hit["r"].to_numpy(), hit["col"].to_numpy()] = 1
     print(f"ideal top-{CANDIDATES} re-ranking  alpha-nDCG@20 = {ndcg(ideal_ranking(labels)):.4f}")
 
 
