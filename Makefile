@@ -6,6 +6,7 @@ BIN     = $(VENV)/bin
 STAMP   = $(VENV)/.srdiv-installed
 CORES  ?= 2
 SMK     = $(BIN)/snakemake --cores $(CORES) --resources gpu=1
+export PATH := $(abspath $(BIN)):$(PATH)
 
 .PHONY: install run smoke test dvc-yaml trec clean-smoke
 

@@ -1,0 +1,30 @@
+# collection: the dataset in the common schema (committed for wordnet-div; built otherwise).
+
+BUILD = DS.get("build") or {}
+
+if BUILD.get("kind") == "trec-web":
+
+    rule collection:
+        output:
+            directory(COLLECTION),
+        params:
+            sections=[f"datasets.{DATASET}"],
+        log:
+            f"{LOGS}/collection.log",
+        shell:
+            "srdiv collection trec-web --out {output} 2> {log}"
+
+elif BUILD.get("kind") == "subset":
+
+    rule collection:
+        input:
+            BUILD["source"],
+        output:
+            directory(COLLECTION),
+        params:
+            sections=["seed", f"datasets.{DATASET}"],
+        log:
+            f"{LOGS}/collection.log",
+        shell:
+            "srdiv collection subset --source {input} --out {output} --queries {BUILD[queries]}"
+            " --folds {BUILD[folds]} --extra-docs {BUILD[extra_docs]} --seed {config[seed]} 2> {log}"

@@ -1,0 +1,50 @@
+# Names shared by the rules: the dataset, its paths, the model rows and folds to run.
+
+DATASET = config["dataset"]
+DS = config["datasets"][DATASET]
+WORK = f"work/{DATASET}"
+RESULTS = f"results/{DATASET}"
+LOGS = f"logs/{DATASET}"
+BENCH = f"benchmarks/{DATASET}"
+COLLECTION = DS["collection"]
+PARAMS = " ".join(f"--params {p}" for p in config["params_files"])
+DOCS = f"--docs {DS['docs']}" if DS.get("docs") else ""
+DOCS_INPUT = [DS["docs"]] if DS.get("docs") else []
+FEATURES_FROM = DS.get("features", "text")  # text | dssa-release
+DEFAULT_REPR = DS.get("representation", "doc2vec")
+ROWS = list(config["models"]) if config.get("run_models", "all") == "all" else list(config["run_models"])
+FOLDS = [int(f) for f in config["folds"]]
+
+wildcard_constraints:
+    fold=r"\d+",
+    repr="doc2vec|lda",
+
+
+def row(model):
+    return config["models"][model]
+
+
+def representation(model):
+    """The bundle a row reads: its own ``representation`` or the dataset's."""
+    return row(model).get("representation", DEFAULT_REPR)
+
+
+def prior(model):
+    return (row(model).get("params") or {}).get("prior")
+
+
+def trainable(model):
+    return bool(row(model).get("objective"))
+
+
+def model_dir(model, fold):
+    return f"{WORK}/models/{model}/fold{fold}"
+
+
+def required_rows():
+    """The rows to run plus every prior they need."""
+    rows = list(ROWS)
+    for model in rows:
+        if prior(model) and prior(model) not in rows:
+            rows.append(prior(model))
+    return rows

@@ -1,0 +1,18 @@
+# report: paper-style tables (Markdown, LaTeX, HTML), plots and the results README.
+
+
+rule report:
+    input:
+        metrics=f"{RESULTS}/metrics.parquet",
+        runs=expand(f"{WORK}/models/{{model}}/fold{{fold}}/run.txt", model=ROWS, fold=FOLDS),
+        collection=COLLECTION,
+    output:
+        readme=f"{RESULTS}/README.md",
+        main=f"{RESULTS}/tables/main.md",
+    params:
+        sections=["report", "models"],
+    log:
+        f"{LOGS}/report.log",
+    shell:
+        "srdiv report --metrics {input.metrics} {PARAMS} --out {RESULTS} --models-dir {WORK}/models"
+        " --benchmarks-dir {BENCH} --collection {input.collection} 2> {log}"

@@ -1,0 +1,48 @@
+# train: one job per (model row, fold): tune on the validation fold, train, save the chosen model.
+
+
+def train_inputs(wildcards):
+    inputs = {"bundle": f"{WORK}/bundle/{representation(wildcards.model)}.npz", "collection": COLLECTION}
+    if trainable(wildcards.model):
+        inputs["samples"] = f"{WORK}/samples/fold{wildcards.fold}/samples.npz"
+    if prior(wildcards.model):
+        inputs["prior"] = f"{model_dir(prior(wildcards.model), wildcards.fold)}/model.pt"
+    return inputs
+
+
+def train_sections(wildcards):
+    rows = [wildcards.model] + ([prior(wildcards.model)] if prior(wildcards.model) else [])
+    return ["seed", "train", "samples"] + [f"models.{r}" for r in rows]
+
+
+def optional_args(wildcards, input):
+    args = f"--samples {input.samples}" if "samples" in input.keys() else ""
+    if "prior" in input.keys():
+        args += f" --prior {input.prior}"
+    return args
+
+
+rule train:
+    input:
+        unpack(train_inputs),
+    output:
+        model=f"{WORK}/models/{{model}}/fold{{fold}}/model.pt",
+        hparams=f"{WORK}/models/{{model}}/fold{{fold}}/hparams.json",
+        curve=f"{WORK}/models/{{model}}/fold{{fold}}/curve.parquet",
+        timings=f"{WORK}/models/{{model}}/fold{{fold}}/timings.json",
+        run=f"{WORK}/models/{{model}}/fold{{fold}}/run.txt",
+        metrics=f"{WORK}/models/{{model}}/fold{{fold}}/metrics.parquet",
+    params:
+        sections=train_sections,
+        optional=optional_args,
+        out=lambda wildcards: model_dir(wildcards.model, wildcards.fold),
+    threads: 2
+    resources:
+        gpu=1,
+    log:
+        f"{LOGS}/train/{{model}}-fold{{fold}}.log",
+    benchmark:
+        f"{BENCH}/train/{{model}}-fold{{fold}}.tsv"
+    shell:
+        "srdiv train --model {wildcards.model} --fold {wildcards.fold} --bundle {input.bundle}"
+        " --collection {input.collection} {params.optional} {PARAMS} --no-progress --out {params.out} 2> {log}"
