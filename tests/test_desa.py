@@ -162,3 +162,19 @@ def test_gradients_reach_every_parameter(bundle, params):
     scores.square().sum().backward()  # not a score difference: that leaves output biases without gradient
     for name, p in model.named_parameters():
         assert p.grad is not None and p.grad.abs().sum() > 0, name
+
+
+def test_ranks_beyond_max_positions_share_one_embedding(bundle):
+    """Swapping two documents swaps their scores when they share a position embedding, not otherwise."""
+    model, data = make(bundle, max_positions=3), bundle.to_torch()
+    ref = model.list_scores(data)[0]
+
+    def swapped(i, j):
+        perm = torch.arange(7)
+        perm[[i, j]] = perm[[j, i]]
+        moved = dict(data, doc_vec=data["doc_vec"][:, perm], rel_feat=data["rel_feat"][:, perm],
+                     sub_feat=data["sub_feat"][:, :, perm])
+        return model.list_scores(moved)[0][perm]
+
+    torch.testing.assert_close(swapped(4, 5), ref)
+    assert not torch.allclose(swapped(0, 1), ref)

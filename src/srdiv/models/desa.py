@@ -91,7 +91,9 @@ class DESA(DiversityModel):
             for ``subtopics`` "scores" and "none" (no decoder) and >= 1 otherwise.
         subtopics: one of :data:`SUBTOPIC_MODES` (Table 3).
         pos_dim: size of the initial-rank position embedding concatenated to the
-            document vector (0 = none); max_positions: longest candidate list it covers.
+            document vector (0 = none). max_positions: ranks from ``max_positions`` on share
+            the last embedding, so a model trained on the top 20 never meets an untrained
+            position when it re-ranks the top 50 (keep it at ``train.train_docs``).
         dropout: dropout of every sublayer.
         scorer: "linear" (Eq. 3) or "mlp" (hidden layer of ``scorer_hidden`` ReLU units).
     """
@@ -101,7 +103,7 @@ class DESA(DiversityModel):
     def __init__(
         self, dims: BundleDims, d_model: int = 256, heads: int = 8, d_ff: int = 400,
         enc_layers: int = 2, dec_layers: int = 1, subtopics: str = "encoded",
-        pos_dim: int = 16, max_positions: int = 100, dropout: float = 0.1,
+        pos_dim: int = 16, max_positions: int = 20, dropout: float = 0.1,
         scorer: str = "linear", scorer_hidden: int = 64,
     ):
         super().__init__()
@@ -169,9 +171,8 @@ class DESA(DiversityModel):
         b, n_docs, _ = doc_vec.shape
         parts = [_take(batch["rel_feat"], targets)]  # x_{d,q}
         if self.position is not None:
-            if n_docs > self.position.num_embeddings:
-                raise ValueError(f"{n_docs} candidates but max_positions={self.position.num_embeddings}")
-            pos = self.position(torch.arange(n_docs, device=doc_vec.device)).expand(b, -1, -1)
+            ranks = torch.arange(n_docs, device=doc_vec.device).clamp(max=self.position.num_embeddings - 1)
+            pos = self.position(ranks).expand(b, -1, -1)
             doc_vec = torch.cat([doc_vec, pos], dim=-1)
         h = self.project(doc_vec)
         for block in self.encoder:
