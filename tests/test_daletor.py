@@ -1,0 +1,252 @@
+"""DALETOR (WWW 2021): smooth losses against the exact metrics, masks, GSF groups, training and ranking."""
+
+import numpy as np
+import pytest
+import torch
+
+from srdiv.features.bundle import random_bundle
+from srdiv.metrics import alpha_dcg, err_ia, ideal_ranking, rank_labels
+from srdiv.models.daletor import DALETOR
+from srdiv.registry import MODELS, OBJECTIVES
+from srdiv.train.daletor_losses import (
+    CoverageSoftmax, SmoothDiversityLoss, WeightedRows, metric_weights, smooth_metric, soft_ranks,
+)
+from srdiv.train.job import lookup
+
+SMALL = dict(hidden=[16, 8], head_size=8)
+VARIANTS = {  # the paper's names (Tables 2-4)
+    "DNN": dict(context="none"), "DNN-LC": dict(context="none", latent_cross=True),
+    "DIN": dict(context="din"), "DIN-LC": dict(context="din", latent_cross=True),
+    "GSF": dict(context="gsf", group_size=4), "GSF-LC": dict(context="gsf", group_size=3, latent_cross=True),
+}
+TF_RANKING_LABELS = [[[0.0, 1.0], [1.0, 0.0], [1.0, 1.0]]]
+TF_RANKING_SCORES = [[3.0, 1.0, 2.0]]
+
+
+def make(bundle, seed=0, **params):
+    torch.manual_seed(seed)
+    return DALETOR(bundle.dims, **{**SMALL, **params})
+
+
+@pytest.fixture
+def bundle():
+    return random_bundle(queries=5, docs=9, subtopics=4, emb=6, seed=3)
+
+
+def random_lists(seed=0, lists=6, docs=10, subtopics=4):
+    """Labels, a mask with padded tails, and well separated distinct scores (float64)."""
+    rng = np.random.default_rng(seed)
+    mask = np.arange(docs)[None] < rng.integers(3, docs + 1, size=lists)[:, None]
+    labels = (rng.random((lists, docs, subtopics)) < 0.4) * mask[..., None]
+    scores = np.stack([rng.permutation(docs) for _ in range(lists)]).astype(float) + 0.1 * rng.random((lists, docs))
+    return labels.astype(float), mask, scores
+
+
+def exact(labels, mask, scores, metric):
+    """The official metric of the ranking of the real documents by score (whole list)."""
+    values = []
+    for y, m, s in zip(labels, mask, scores):
+        order = np.argsort(-s[m], kind="stable")
+        ranked = y[m][order][None]
+        if metric == "alpha_dcg":
+            values.append(alpha_dcg(ranked, 0.5)[0])
+        elif metric == "alpha_ndcg":
+            ideal = rank_labels(y[m][None], ideal_ranking(y[m][None], 0.5))
+            values.append(alpha_dcg(ranked, 0.5)[0] / alpha_dcg(ideal, 0.5)[0])
+        else:
+            values.append(err_ia(ranked, alpha=0.5, n_subtopics=np.array([y.shape[1]]))[0])
+    return np.array(values)
+
+
+def test_registered():
+    assert MODELS.get("daletor") is DALETOR
+    assert OBJECTIVES.get("daletor") is SmoothDiversityLoss and OBJECTIVES.get("softmax") is CoverageSoftmax
+
+
+def test_tf_ranking_alpha_dcg_example():
+    """TF-Ranking's documented AlphaDCGMetric example: 2.1963947 (ranking d0, d2, d1)."""
+    labels = np.array(TF_RANKING_LABELS)
+    assert alpha_dcg(labels[:, [0, 2, 1]], 0.5)[0] == pytest.approx(2.1963947, abs=1e-7)
+    y, s = torch.tensor(labels), torch.tensor(TF_RANKING_SCORES, dtype=torch.float64)
+    mask = torch.ones(1, 3, dtype=torch.bool)
+    assert smooth_metric(s, y, mask, "alpha_dcg", temperature=1e-3).item() == pytest.approx(2.1963947, abs=1e-7)
+    loss = SmoothDiversityLoss(temperature=1e-3)
+    model = type("Fixed", (), {"list_scores": lambda self, batch: s})()
+    value = loss.loss(model, {"labels": y, "doc_mask": mask}, WeightedRows(np.array([0]), np.ones(1)))
+    assert value.item() == pytest.approx(-2.1963947, abs=1e-7)
+
+
+def test_soft_ranks_hand_worked():
+    """Eq. 7 at T = 1 for scores (0, ln 3): R = (1 + 3/4, 1 + 1/4), C of the bottom document = 3/4 y_top."""
+    s = torch.tensor([[0.0, np.log(3.0)]], dtype=torch.float64)
+    y = torch.tensor([[[1.0, 0.0], [1.0, 1.0]]], dtype=torch.float64)
+    rank, cover = soft_ranks(s, y, torch.ones(1, 2, dtype=torch.bool), temperature=1.0)
+    assert rank[0].tolist() == pytest.approx([1.75, 1.25])
+    assert cover[0].tolist() == [pytest.approx([0.75, 0.75]), pytest.approx([0.25, 0.0])]
+
+
+@pytest.mark.parametrize("metric", ["alpha_dcg", "alpha_ndcg", "err_ia"])
+def test_smooth_metric_tends_to_exact_metric(metric):
+    labels, mask, scores = random_lists(seed=4)
+    weights = metric_weights(labels, mask, np.ones(labels.shape[::2], bool), metric)
+    target = exact(labels, mask, scores, metric)
+    sharp = smooth_metric(torch.tensor(scores), torch.tensor(labels), torch.tensor(mask), metric, 1e-3).numpy()
+    assert weights * sharp == pytest.approx(target, abs=1e-9)
+    smooth = smooth_metric(torch.tensor(scores), torch.tensor(labels), torch.tensor(mask), metric, 1.0).numpy()
+    assert not np.allclose(weights * smooth, target, atol=1e-3)  # T matters
+
+
+def test_err_ia_weight_uses_query_subtopics_and_list_length():
+    labels = np.zeros((1, 4, 3))
+    mask = np.array([[True, True, True, False]])
+    label_mask = np.array([[True, True, False]])
+    ideal_ideal = 1 + 0.5 / 2 + 0.25 / 3
+    assert metric_weights(labels, mask, label_mask, "err_ia")[0] == pytest.approx(1 / (2 * ideal_ideal))
+    assert metric_weights(labels, mask, label_mask, "alpha_ndcg")[0] == 0.0  # no relevant candidate
+
+
+@pytest.mark.parametrize("metric", ["alpha_dcg", "err_ia"])
+def test_gradients_finite_for_ties_and_padding(metric):
+    labels = torch.tensor([[[1.0, 0.0], [1.0, 1.0], [0.0, 1.0], [0.0, 0.0]]])
+    mask = torch.tensor([[True, True, True, False]])
+    scores = torch.tensor([[0.5, 0.5, 0.5, float("nan")]], requires_grad=True)  # ties; padding holds garbage
+    smooth_metric(scores, labels, mask, metric, 0.1).sum().backward()
+    assert torch.isfinite(scores.grad).all() and scores.grad[0, 3] == 0
+    assert scores.grad[0, 1] > 0  # the document covering both subtopics is pushed up
+
+
+def test_gradcheck_smooth_metric():
+    labels, mask, scores = random_lists(seed=5, lists=2, docs=5)
+    s = torch.tensor(scores * 0.1, requires_grad=True)
+    fn = lambda x: smooth_metric(x, torch.tensor(labels), torch.tensor(mask), "alpha_dcg", 0.5)  # noqa: E731
+    assert torch.autograd.gradcheck(fn, (s,))
+
+
+def test_gumbel_noise_is_seeded_and_scaled(bundle):
+    data, rows = bundle.to_torch(), WeightedRows(np.arange(5), np.ones(5))
+    model = make(bundle).eval()
+    plain = SmoothDiversityLoss().loss(model, data, rows)
+    noisy = SmoothDiversityLoss(gumbel=10.0)
+    torch.manual_seed(1)
+    first = noisy.loss(model, data, rows)
+    torch.manual_seed(1)
+    assert noisy.loss(model, data, rows) == first and first != plain
+
+
+def test_softmax_hand_worked():
+    """Equal scores, coverage counts (2, 1, 0): loss = log 3; a list without relevant documents is ignored."""
+    labels = torch.tensor([[[1.0, 1.0], [0.0, 1.0], [0.0, 0.0]], [[0.0, 0.0]] * 3])
+    data = {"labels": labels, "doc_mask": torch.ones(2, 3, dtype=torch.bool)}
+    model = type("Zero", (), {"list_scores": lambda self, batch: torch.zeros(len(batch["labels"]), 3)})()
+    assert CoverageSoftmax().loss(model, data, np.array([0, 1])).item() == pytest.approx(np.log(3.0))
+
+
+@pytest.mark.parametrize("name", list(VARIANTS))
+def test_variants_score_and_rank(bundle, name):
+    model, data = make(bundle, **VARIANTS[name]).eval(), bundle.to_torch()
+    scores = model.list_scores(data)
+    assert scores.shape == (5, 9) and torch.isfinite(scores).all()
+    assert (scores[~data["doc_mask"]] == 0).all()
+    order = model.rank(data)
+    for q, n in enumerate(bundle.doc_mask.sum(1)):
+        assert sorted(order[q, :n].tolist()) == list(range(n)) and (order[q, n:] == -1).all()
+
+
+def pad_with_garbage(data, extra=3, seed=0):
+    """The batch with ``extra`` padded documents of random content appended."""
+    g = torch.Generator().manual_seed(seed)
+    out = dict(data)
+    for key in ("doc_vec", "labels"):
+        x = data[key]
+        out[key] = torch.cat([x, torch.randn(x.shape[0], extra, *x.shape[2:], generator=g)], 1)
+    out["doc_mask"] = torch.cat([data["doc_mask"], torch.zeros(len(x), extra, dtype=torch.bool)], 1)
+    return out
+
+
+@pytest.mark.parametrize("name,training", [(v, False) for v in VARIANTS]
+                         + [(v, True) for v in VARIANTS if not v.startswith("GSF")])  # GSF trains on random groups
+def test_padding_never_changes_real_scores(bundle, name, training):
+    model, data = make(bundle, **VARIANTS[name]).train(training), bundle.to_torch()
+    padded = pad_with_garbage(data)
+    a, b = model.list_scores(data), model.list_scores(padded)
+    mask = data["doc_mask"]
+    assert torch.allclose(a[mask], b[:, :9][mask], atol=1e-5)
+    assert (b[:, 9:] == 0).all()
+
+
+def test_dnn_scores_do_not_depend_on_other_documents(bundle):
+    """DNN is univariate in evaluation: dropping a document leaves the others' scores unchanged."""
+    model, data = make(bundle, latent_cross=True).eval(), bundle.to_torch()
+    fewer = dict(data, doc_mask=data["doc_mask"].clone())
+    fewer["doc_mask"][:, 0] = False
+    assert torch.allclose(model.list_scores(data)[:, 1:], model.list_scores(fewer)[:, 1:], atol=1e-6)
+
+
+def test_din_scores_depend_on_the_list(bundle):
+    model, data = make(bundle, context="din").eval(), bundle.to_torch()
+    fewer = dict(data, doc_mask=data["doc_mask"].clone())
+    fewer["doc_mask"][:, 0] = False
+    assert not torch.allclose(model.list_scores(data)[:, 1:], model.list_scores(fewer)[:, 1:], atol=1e-4)
+
+
+@pytest.mark.parametrize("g", [1, 3, 16])
+def test_gsf_windows_cover_every_document_g_times(bundle, g):
+    """GSF score = mean over the g windows of a document; checked with a tower that reports group sums."""
+    model, data = make(bundle, context="gsf", group_size=g).eval(), bundle.to_torch()
+    tag = torch.arange(9.0)[None].expand(5, -1)
+    x = tag[..., None]  # feature = document index, so a window's logits can name its members
+    model.tower = torch.nn.Identity()  # slot p's logit = index of the document in slot p
+    scores = model.group_scores(x, data["doc_mask"])
+    # each real document's logit is its own index in each of its g slots: the mean is the index itself
+    assert torch.allclose(scores[data["doc_mask"]], tag[data["doc_mask"]])
+
+
+def test_gsf_training_groups_are_random_and_evaluation_groups_fixed(bundle):
+    model, data = make(bundle, context="gsf", group_size=2, dropout=0.0), bundle.to_torch()
+    model.eval()
+    first = model.list_scores(data)
+    assert torch.equal(first, model.list_scores(data))
+    assert not torch.equal(first, make(bundle, context="gsf", group_size=2, group_seed=1).eval().list_scores(data))
+    model.train()
+    torch.manual_seed(0)
+    a = model.group_order(data["doc_mask"])
+    assert not torch.equal(a, model.group_order(data["doc_mask"]))
+
+
+def test_invalid_params(bundle):
+    with pytest.raises(ValueError, match="context"):
+        DALETOR(bundle.dims, context="lstm")
+    with pytest.raises(ValueError, match="metric"):
+        SmoothDiversityLoss(metric="ndcg")
+    with pytest.raises(ValueError, match="temperature"):
+        SmoothDiversityLoss(temperature=0)
+
+
+LOSSES = {"alpha-DCG": ("daletor", {}), "alpha-nDCG": ("daletor", {"metric": "alpha_ndcg"}),
+          "ERR-IA": ("daletor", {"metric": "err_ia"}), "Gumbel": ("daletor", {"gumbel": 10.0}),
+          "softmax": ("softmax", {}), "R-LTR": ("mle", {})}
+
+
+@pytest.mark.parametrize("variant,loss", [(v, "alpha-DCG") for v in VARIANTS] + [("DNN", k) for k in LOSSES])
+def test_trains_a_few_steps_and_ranks(bundle, variant, loss):
+    """Every variant with the alpha-DCG loss and DNN with every loss: finite losses that go down, then a ranking."""
+    name, params = LOSSES[loss]
+    objective = lookup(OBJECTIVES, name)(**params)
+    model = make(bundle, **VARIANTS[variant])
+    data, prepared = bundle.to_torch(), objective.prepare(bundle, np.random.default_rng(0))
+    optimizer = torch.optim.Adagrad(model.parameters(), lr=0.05)
+    batch = next(objective.batches(prepared, len(bundle), len(bundle), np.random.default_rng(0)))
+    losses = []
+    torch.manual_seed(0)
+    for _ in range(8):
+        model.train()
+        value = objective.loss(model, data, batch)
+        optimizer.zero_grad()
+        value.backward()
+        optimizer.step()
+        losses.append(value.item())
+    assert np.isfinite(losses).all()
+    if loss != "Gumbel" and not variant.startswith("GSF"):  # noisy scores or groups
+        assert losses[-1] < losses[0]
+    order = model.eval().rank(data)
+    assert (order[:, 0] >= 0).all()
