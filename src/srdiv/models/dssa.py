@@ -25,6 +25,10 @@ Per subtopic i (the query included) and candidate d, as implemented:
     score       s_{d,t} = sum_i beta_{layer(i)} a_{t,i} r(d, i)              (Eq. 9, 15)
     state       h_t = cell(h_{t-1}, e_{d_t}), h_0 = 0 (vanilla / GRU / LSTM)  (Eq. 5)
 
+The representation (LDA or doc2vec, Table 8) is the bundle the pipeline feeds
+(a row's ``representation:`` key picks ``bundle/<repr>.npz``); the network only
+sees its vectors.
+
 Choices where the paper is silent or garbled (each one is a parameter):
 
 * ``rnn_input``: the RNN reads the document vector e_d (``"vec"``, Fig. 2 and
@@ -85,6 +89,10 @@ class SubtopicAttentionRanker(DiversityModel):
     Subclasses say which subtopics form which layers (:meth:`subtopics`), the
     layer weights beta (:meth:`layer_weights`) and whether attention is one
     softmax over all layers (``joint_softmax``) or one per layer.
+
+    Params (Table 8 settings): ``cell`` vanilla | gru | lstm, ``hidden`` U,
+    ``attention`` (A') and ``similarity`` (S') general | dot, ``max_pooling``
+    (False: DSSA-RNN), ``rnn_input`` vec | vec+rel, ``dropout`` on h_{t-1}.
     """
 
     sequential: ClassVar[bool] = True
@@ -93,10 +101,8 @@ class SubtopicAttentionRanker(DiversityModel):
     def __init__(
         self, dims: BundleDims, *, cell: str = "lstm", hidden: int = 50, attention: str = "general",
         similarity: str = "general", max_pooling: bool = True, rnn_input: str = "vec",
-        dropout: float = 0.5, representation: str = "lda",
+        dropout: float = 0.5,
     ):
-        """``representation`` names the bundle the pipeline feeds (``bundle/<repr>.npz``);
-        the network only sees its vectors."""
         super().__init__()
         if cell not in CELLS:
             raise ValueError(f"cell must be one of {sorted(CELLS)}, got {cell!r}")
@@ -106,7 +112,6 @@ class SubtopicAttentionRanker(DiversityModel):
             raise ValueError(f"attention='dot' compares h with e_i: hidden must equal the vector size {dims.emb}")
         if rnn_input not in ("vec", "vec+rel"):
             raise ValueError(f"rnn_input must be 'vec' or 'vec+rel', got {rnn_input!r}")
-        self.representation = representation
         self.max_pooling = max_pooling
         self.rnn_input = rnn_input
         self.cell = CELLS[cell]((dims.emb + dims.feats) if rnn_input == "vec+rel" else dims.emb, hidden)
