@@ -128,12 +128,13 @@ def test_doc2vec_training_is_reproducible(coll, tmp_path):
     assert np.array_equal(read_vectors(a / "lda.parquet")[1], read_vectors(b / "lda.parquet")[1])
 
 
-def test_infer_is_order_independent_and_zero_without_known_words(embed_dir):
+def test_infer_is_order_and_process_independent_and_zero_without_known_words(embed_dir):
     model = load_model(embed_dir, "doc2vec")
     texts = [["bass", "fish", "lake"], ["java", "coffee"], ["unknownword"]]
     forward = infer_doc2vec(model, texts, seed=1)
     backward = infer_doc2vec(model, texts[::-1], seed=1)[::-1]
-    assert np.array_equal(forward, backward)
+    parallel = infer_doc2vec(model, texts, seed=1, workers=2, chunk=1)
+    assert np.array_equal(forward, backward) and np.array_equal(forward, parallel)
     assert np.abs(forward[0]).sum() > 0 and not forward[2].any()
 
 

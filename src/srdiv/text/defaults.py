@@ -20,7 +20,7 @@ DEFAULTS: dict[str, dict[str, Any]] = {
             "min_alpha": 0.0001,
             "min_count": 2,
             "negative": 5,
-            "epochs": 20,
+            "epochs": 10,
             "workers": 1,         # 1 = reproducible bit for bit; more threads train faster, not reproducibly
         },
         "lda": {
@@ -36,6 +36,7 @@ DEFAULTS: dict[str, dict[str, Any]] = {
         "z": 20,                  # top-Z BM25 documents per query or suggestion
         "field": "text",          # the field searched (see srdiv.text.documents.FIELDS)
         "infer_epochs": None,     # doc2vec inference epochs (None = training epochs)
+        "workers": 2,             # inference processes (results do not depend on it)
     },
     "features": {
         "rank_docs": 50,          # candidates = top rank_docs of the initial run

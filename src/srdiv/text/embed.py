@@ -107,16 +107,8 @@ def _stable_hash(text: str) -> int:
     return zlib.crc32(text.encode("utf-8"))
 
 
-def infer_doc2vec(model, token_lists: list[list[str]], seed: int, epochs: int | None = None,
-                  desc: str = "doc2vec inference") -> np.ndarray:
-    """Infer vectors ``[texts, E]`` of new texts; a text with no known word gets zeros.
-
-    gensim seeds a new text's starting vector with Python's per-process
-    ``hash`` of the text and draws negative samples from the model's shared
-    generator; here the start uses a process-independent hash and the
-    generator is reset to ``seed`` before every text, so results are
-    reproducible and independent of order.
-    """
+def _infer_serial(model, token_lists: list[list[str]], seed: int, epochs: int | None) -> np.ndarray:
+    """:func:`infer_doc2vec` in this process."""
     from gensim.models import doc2vec
     from gensim.models.keyedvectors import pseudorandom_weak_vector
 
@@ -124,11 +116,47 @@ def infer_doc2vec(model, token_lists: list[list[str]], seed: int, epochs: int | 
     known = model.wv.key_to_index
     start = functools.partial(pseudorandom_weak_vector, hashfxn=_stable_hash)
     with mock.patch.object(doc2vec, "pseudorandom_weak_vector", start):
-        for i, words in enumerate(tqdm(token_lists, desc=desc, leave=False)):
+        for i, words in enumerate(token_lists):
             if any(w in known for w in words):
                 model.random = np.random.RandomState(seed)
                 out[i] = model.infer_vector(words, epochs=epochs)
     return out
+
+
+_worker_model = None
+"""The model a worker process infers with (set once per process by :func:`_init_worker`)."""
+
+
+def _init_worker(model) -> None:
+    global _worker_model
+    _worker_model = model
+
+
+def _infer_in_worker(task: tuple[list[list[str]], int, int | None]) -> np.ndarray:
+    return _infer_serial(_worker_model, *task)
+
+
+def infer_doc2vec(model, token_lists: list[list[str]], seed: int, epochs: int | None = None,
+                  workers: int = 1, chunk: int = 256, desc: str = "doc2vec inference") -> np.ndarray:
+    """Infer vectors ``[texts, E]`` of new texts; a text with no known word gets zeros.
+
+    gensim seeds a new text's starting vector with Python's per-process
+    ``hash`` of the text and draws negative samples from the model's shared
+    generator; here the start uses a process-independent hash and the
+    generator is reset to ``seed`` before every text, so a vector depends on
+    its text only: results are reproducible, independent of order, and the
+    same with any number of ``workers`` (processes, ``chunk`` texts per task).
+    """
+    chunks = [token_lists[i:i + chunk] for i in range(0, len(token_lists), chunk)]
+    bar = functools.partial(tqdm, total=len(chunks), desc=desc, leave=False)
+    if workers <= 1 or len(chunks) <= 1:
+        parts = [_infer_serial(model, part, seed, epochs) for part in bar(chunks)]
+    else:
+        import multiprocessing
+
+        with multiprocessing.get_context("fork").Pool(workers, _init_worker, (model,)) as pool:
+            parts = list(bar(pool.imap(_infer_in_worker, [(part, seed, epochs) for part in chunks])))
+    return np.concatenate(parts) if parts else np.zeros((0, model.vector_size), dtype=np.float32)
 
 
 # ---------------------------------------------------------------------------- LDA
@@ -199,9 +227,9 @@ def load_model(embed_dir: str | os.PathLike, kind: str):
     return (Doc2Vec if kind == "doc2vec" else LdaModel).load(str(path))
 
 
-def lda_vocabulary(model) -> dict[str, int]:
-    """Term -> column id of a trained LDA model."""
-    return {term: i for i, term in model.id2word.items()}
+def lda_terms(model) -> pd.Index:
+    """The terms of a trained LDA model, in column order."""
+    return pd.Index([model.id2word[i] for i in range(len(model.id2word))], dtype=object)
 
 
 def embed_documents(docs: pd.DataFrame, params: dict, out_dir: str | os.PathLike) -> dict[str, float]:
@@ -230,8 +258,8 @@ def embed_documents(docs: pd.DataFrame, params: dict, out_dir: str | os.PathLike
     times["doc2vec"] = time.perf_counter() - tic
 
     tic = time.perf_counter()
-    terms = sorted({tok for words in tokens for tok in words})
-    bow = count_matrix(tokens, {term: i for i, term in enumerate(terms)})
+    terms = pd.Index(sorted({tok for words in tokens for tok in words}), dtype=object)
+    bow = count_matrix(tokens, terms)
     lda_params = params["lda"]
     keep = prune_vocabulary(bow, int(lda_params["no_below"]), float(lda_params["no_above"]))
     lda = train_lda(bow[:, keep], [terms[i] for i in keep], lda_params, seed)

@@ -75,7 +75,7 @@ def pseudo_document_vectors(coll: Collection, docs: pd.DataFrame, embed_dir, par
 
     from srdiv.text.analysis import tokenize_many
     from srdiv.text.documents import TEXT_COLUMNS, join_columns
-    from srdiv.text.embed import infer_doc2vec, lda_topics, lda_vocabulary, load_model, warn_zero, write_vectors
+    from srdiv.text.embed import infer_doc2vec, lda_topics, lda_terms, load_model, warn_zero, write_vectors
     from srdiv.text.sparse import count_matrix
 
     out_dir = Path(out_dir)
@@ -95,13 +95,14 @@ def pseudo_document_vectors(coll: Collection, docs: pd.DataFrame, embed_dir, par
 
     tic = time.perf_counter()
     tokens = tokenize_many(texts)
-    vectors = infer_doc2vec(doc2vec, concat_tokens(tokens, local_idx), seed,
-                            params.get("infer_epochs"), desc="pseudo-doc doc2vec")
-    write_vectors(keys, vectors, out_dir / "doc2vec.parquet")
+    unique_idx, same = np.unique(local_idx, axis=0, return_inverse=True)  # strings with the same top Z
+    vectors = infer_doc2vec(doc2vec, concat_tokens(tokens, unique_idx), seed, params["infer_epochs"],
+                            workers=int(params["workers"]), desc="pseudo-doc doc2vec")
+    write_vectors(keys, vectors[same.ravel()], out_dir / "doc2vec.parquet")
     times["doc2vec"] = time.perf_counter() - tic
 
     tic = time.perf_counter()
-    bow = count_matrix(tokens, lda_vocabulary(lda))
-    write_vectors(keys, lda_topics(lda, sum_rows(bow, local_idx), seed), out_dir / "lda.parquet")
+    bow = count_matrix(tokens, lda_terms(lda))
+    write_vectors(keys, lda_topics(lda, sum_rows(bow, unique_idx), seed)[same.ravel()], out_dir / "lda.parquet")
     times["lda"] = time.perf_counter() - tic
     return times
