@@ -134,6 +134,7 @@ def test_padding_never_changes_real_scores(cls, params, bundle):
     for name in ("sub_feat", "sub2_feat"):                    # [Q, K, D, F] at padded documents
         by_doc = getattr(noisy, name).transpose(0, 2, 1, 3)
         by_doc[pad_docs] = rng.normal(0, 100, by_doc[pad_docs].shape)
+    noisy.sub2_parent[pad_subs2] = 0                          # a padded child never counts for its parent
     assert pad_docs.any() and pad_subs.any() and pad_subs2.any()
     after = model.context_scores(noisy.to_torch(), context, all_candidates(noisy.to_torch()))
     real = torch.as_tensor(noisy.doc_mask)
