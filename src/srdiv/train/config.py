@@ -13,6 +13,7 @@ A model row::
       train: {epochs: 30}          # per-row overrides of the ``train`` section
       tune: {lam: [0.1, 0.5], optim.lr: [0.001, 0.01]}
       variant_of: DSSA             # for ablation rows (tables), with ``variant: <label>``
+      representation: lda          # which bundle the pipeline gives this row (not read here)
 
 ``tune`` keys name a model parameter, or ``optim.<key>``,
 ``objective.<key>``, ``train.<key>``; every point of their Cartesian product
@@ -59,6 +60,7 @@ class ModelSpec:
     tune: dict = field(default_factory=dict)
     variant_of: str | None = None
     variant: str = ""
+    representation: str | None = None
 
     @property
     def prior(self) -> str | None:
@@ -94,7 +96,7 @@ def model_spec(params: dict, row: str) -> ModelSpec:
         raise KeyError(f"params.yaml has no models.{row} (rows: {', '.join(models) or 'none'})")
     entry = dict(models[row])
     known = {"model", "objective", "group", "params", "objective_params", "optim", "train", "tune",
-             "variant_of", "variant"}
+             "variant_of", "variant", "representation"}
     unknown = set(entry) - known
     if unknown or "model" not in entry:
         raise ValueError(f"models.{row}: needs 'model'; unknown keys {sorted(unknown)}")
