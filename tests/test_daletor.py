@@ -12,12 +12,14 @@ from srdiv.train.daletor_losses import (
     CoverageSoftmax, SmoothDiversityLoss, WeightedRows, metric_weights, smooth_metric, soft_ranks,
 )
 from srdiv.train.job import lookup
+from srdiv.train.plackett_luce import context_prefix_scores
 
 SMALL = dict(hidden=[16, 8], head_size=8)
 VARIANTS = {  # the paper's names (Tables 2-4)
     "DNN": dict(context="none"), "DNN-LC": dict(context="none", latent_cross=True),
     "DIN": dict(context="din"), "DIN-LC": dict(context="din", latent_cross=True),
     "GSF": dict(context="gsf", group_size=4), "GSF-LC": dict(context="gsf", group_size=3, latent_cross=True),
+    "DIN-LC-F": dict(context="din", latent_cross=True, relevance_features=True),  # extension: + x_{d,q}
 }
 TF_RANKING_LABELS = [[[0.0, 1.0], [1.0, 0.0], [1.0, 1.0]]]
 TF_RANKING_SCORES = [[3.0, 1.0, 2.0]]
@@ -156,7 +158,7 @@ def pad_with_garbage(data, extra=3, seed=0):
     """The batch with ``extra`` padded documents of random content appended."""
     g = torch.Generator().manual_seed(seed)
     out = dict(data)
-    for key in ("doc_vec", "labels"):
+    for key in ("doc_vec", "rel_feat", "labels"):
         x = data[key]
         out[key] = torch.cat([x, torch.randn(x.shape[0], extra, *x.shape[2:], generator=g)], 1)
     out["doc_mask"] = torch.cat([data["doc_mask"], torch.zeros(len(x), extra, dtype=torch.bool)], 1)
@@ -180,6 +182,15 @@ def test_dnn_scores_do_not_depend_on_other_documents(bundle):
     fewer = dict(data, doc_mask=data["doc_mask"].clone())
     fewer["doc_mask"][:, 0] = False
     assert torch.allclose(model.list_scores(data)[:, 1:], model.list_scores(fewer)[:, 1:], atol=1e-6)
+
+
+def test_inputs(bundle):
+    """x_i = [e_q; e_i; c_i; x_{d,q}] in that order."""
+    data = bundle.to_torch()
+    x = make(bundle, latent_cross=True, relevance_features=True).inputs(data)
+    e_q, e_i = data["query_vec"][:, None].expand(-1, 9, -1), data["doc_vec"]
+    assert torch.equal(x, torch.cat([e_q, e_i, e_q * e_i, data["rel_feat"]], -1))
+    assert make(bundle).inputs(data).shape == (5, 9, 12)
 
 
 def test_din_scores_depend_on_the_list(bundle):
@@ -211,6 +222,13 @@ def test_gsf_training_groups_are_random_and_evaluation_groups_fixed(bundle):
     torch.manual_seed(0)
     a = model.group_order(data["doc_mask"])
     assert not torch.equal(a, model.group_order(data["doc_mask"]))
+
+
+def test_prefix_scores_equal_the_generic_context_scores(bundle):
+    """The R-LTR baseline's one-forward shortcut gives the Plackett-Luce scores of the generic path."""
+    model, data = make(bundle, context="din").eval(), bundle.to_torch()
+    rankings = torch.as_tensor(np.argsort(-bundle.labels.sum(-1), axis=1, kind="stable"))[:, None, :4]
+    assert torch.allclose(model.prefix_scores(data, rankings), context_prefix_scores(model, data, rankings))
 
 
 def test_invalid_params(bundle):

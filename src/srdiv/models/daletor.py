@@ -33,6 +33,10 @@ Equations as implemented (``B`` lists, ``D`` candidates, ``E`` vector size):
   default_rng(group_seed)`` and ``v`` the document's index among the real
   ones, so a list's scores depend only on its own documents and the seed.
 
+Extension (not in the paper): with ``relevance_features`` the document's
+standardised query-document relevance features ``x_{d,q}`` (``rel_feat``,
+DSSA Table 5) are appended to ``x_i``; the paper's model reads the vectors only.
+
 The names of the paper (Tables 2-4) map to ``context`` and ``latent_cross``:
 DNN = (none, False), DNN-LC = (none, True), DIN, DIN-LC = din, GSF, GSF-LC =
 gsf; "-LC" adds ``c_i`` to the scorer's input and, for DIN, to the attention
@@ -105,6 +109,7 @@ class DALETOR(DiversityModel):
         dims: bundle sizes (``emb`` E).
         context: one of :data:`CONTEXTS` (DNN, DIN, GSF).
         latent_cross: add ``c_i = e_i * e_q`` to the inputs ("-LC" rows).
+        relevance_features: add the relevance features ``x_{d,q}`` to the inputs (extension).
         hidden: hidden sizes of the scoring tower (paper: 256, 128, 64).
         layers, heads, head_size: DIN's L, H, z (paper: 2, 2, 256).
         group_size: GSF's g (paper: tuned over 4, 16, 64).
@@ -115,8 +120,8 @@ class DALETOR(DiversityModel):
     sequential = False
 
     def __init__(self, dims: BundleDims, context: str = "none", latent_cross: bool = False,
-                 hidden: Sequence[int] = (256, 128, 64), layers: int = 2, heads: int = 2, head_size: int = 256,
-                 group_size: int = 4, group_seed: int = 0, dropout: float = 0.0):
+                 relevance_features: bool = False, hidden: Sequence[int] = (256, 128, 64), layers: int = 2,
+                 heads: int = 2, head_size: int = 256, group_size: int = 4, group_seed: int = 0, dropout: float = 0.0):
         super().__init__()
         if context not in CONTEXTS:
             raise ValueError(f"context must be one of {CONTEXTS}, got {context!r}")
@@ -124,9 +129,10 @@ class DALETOR(DiversityModel):
             raise ValueError(f"group_size must be >= 1, got {group_size}")
         self.context = context
         self.latent_cross = latent_cross
+        self.relevance_features = relevance_features
         self.group_size = group_size if context == "gsf" else 1
         self.group_seed = group_seed
-        n_in = (3 if latent_cross else 2) * dims.emb
+        n_in = (3 if latent_cross else 2) * dims.emb + (dims.feats if relevance_features else 0)
         n_tower = n_in
         if context == "din":
             self.din_input = nn.Linear(n_in, head_size)
@@ -135,10 +141,12 @@ class DALETOR(DiversityModel):
         self.tower = Tower(n_tower * self.group_size, list(hidden), self.group_size, dropout)
 
     def inputs(self, batch: Batch) -> torch.Tensor:
-        """``x [B, D, 2E or 3E]``: ``[e_q; e_i]`` or ``[e_q; e_i; c_i]``."""
+        """``x [B, D, 2E or 3E (+ F)]``: ``[e_q; e_i]`` or ``[e_q; e_i; c_i]`` (then ``x_{d,q}``)."""
         doc = batch["doc_vec"]
         query = batch["query_vec"][:, None, :].expand_as(doc)
         parts = [query, doc, doc * query] if self.latent_cross else [query, doc]
+        if self.relevance_features:
+            parts.append(batch["rel_feat"])
         return torch.cat(parts, dim=-1)
 
     def list_scores(self, batch: Batch) -> torch.Tensor:
@@ -150,6 +158,15 @@ class DALETOR(DiversityModel):
         if self.context == "gsf":
             return self.group_scores(x, mask)
         return x.new_zeros(mask.shape).masked_scatter(mask, self.tower(x[mask])[:, 0])
+
+    def prefix_scores(self, batch: Batch, rankings: torch.Tensor) -> torch.Tensor:
+        """``[B, N, L, D]`` scores after every prefix of ``rankings [B, N, L]``: the list scores, whatever the prefix.
+
+        Lets the R-LTR baseline (``mle`` objective,
+        :func:`srdiv.train.plackett_luce.ranking_log_prob`) score a list with
+        one forward instead of one per position.
+        """
+        return self.list_scores(batch)[:, None, None, :].expand(*rankings.shape, -1)
 
     def listwise_context(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         """DIN's ``a [B, D, z]``: real documents attend to the real documents of their list."""
