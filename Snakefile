@@ -17,6 +17,7 @@ include: "workflow/rules/pseudo_docs.smk"
 include: "workflow/rules/features.smk"
 include: "workflow/rules/samples.smk"
 include: "workflow/rules/train.smk"
+include: "workflow/rules/rank.smk"
 include: "workflow/rules/evaluate.smk"
 include: "workflow/rules/report.smk"
 

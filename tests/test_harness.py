@@ -20,7 +20,7 @@ from srdiv.registry import MODELS
 from srdiv.train.config import ModelSpec, model_spec
 from srdiv.train.folds import fold_split
 from srdiv.train.gather import gather_metrics
-from srdiv.train.job import OUTPUTS, Trained, run_job
+from srdiv.train.job import OUTPUTS, Trained, rank_job, run_job
 
 
 @MODELS.register("test-coverage")
@@ -137,8 +137,17 @@ def test_initial_ranker_keeps_initial_order_and_listmle_scores_any_features():
 # --- jobs -----------------------------------------------------------------------------------------------
 
 def _job(tmp_path, row, bundle, coll, fold=1, **kw):
-    return run_job(model_spec(PARAMS, row), bundle, coll, fold, tmp_path / row / f"fold{fold}", seed=7,
-                   progress=False, **kw)
+    """One trial as the pipeline runs it: ``srdiv train``, ``srdiv rank``, ``srdiv evaluate --fold``."""
+    out = tmp_path / row / f"fold{fold}"
+    hparams = run_job(model_spec(PARAMS, row), bundle, coll, fold, out, seed=7, progress=False, **kw)
+    rank_job(Trained.load(out), bundle, coll, fold, out)
+    coll_dir = tmp_path / "collection"
+    if not coll_dir.exists():
+        write_collection(coll, coll_dir)
+    result = CliRunner().invoke(app, ["evaluate", "--collection", str(coll_dir), "--run", str(out / "run.txt"),
+                                      "--fold", str(fold), "--out", str(out / "metrics.parquet")])
+    assert result.exit_code == 0, result.output
+    return hparams
 
 
 def test_tuning_picks_the_validation_best_and_writes_every_output(tmp_path):
@@ -165,7 +174,8 @@ def test_tuning_picks_the_validation_best_and_writes_every_output(tmp_path):
     again = evaluate_run(read_run(out / "run.txt"), coll.qrels[coll.qrels["qid"].isin(split.test)])
     assert np.allclose(again.sort_values(["qid", "measure"])["value"], metrics.sort_values(["qid", "measure"])["value"])
     timings = json.loads((out / "timings.json").read_text())
-    assert timings["tune_points"] == 3 and timings["rank_ms_per_query"] >= 0 and "train_seconds" in timings
+    assert timings["tune_points"] == 3 and "train_seconds" in timings
+    assert json.loads((out / "rank.json").read_text())["rank_ms_per_query"] >= 0
     assert list(pd.read_parquet(out / "curve.parquet").columns) == ["epoch", "loss", "valid", "seconds"]
 
 
@@ -246,8 +256,16 @@ def test_commands_end_to_end(tmp_path):
     models = tmp_path / "models"
     for row, extra in (("ListMLE", []), ("LP", ["--samples", str(tmp_path / "samples/fold2")]),
                        ("Prior", ["--prior", str(models / "ListMLE/fold2")])):
+        out = models / row / "fold2"
         result = runner.invoke(app, ["train", "--model", row, "--fold", "2", "--bundle", str(tmp_path / "bundle.npz"),
-                                     "--out", str(models / row / "fold2"), "--no-progress", *common, *extra])
+                                     "--out", str(out), "--no-progress", *common, *extra])
+        assert result.exit_code == 0, result.output
+        result = runner.invoke(app, ["rank", "--model-dir", str(out / "model.pt"), "--fold", "2", "--bundle",
+                                     str(tmp_path / "bundle.npz"), "--collection", str(tmp_path / "coll"),
+                                     "--out", str(out)])
+        assert result.exit_code == 0, result.output
+        result = runner.invoke(app, ["evaluate", "--collection", str(tmp_path / "coll"), "--run", str(out / "run.txt"),
+                                     "--fold", "2", "--out", str(out / "metrics.parquet")])
         assert result.exit_code == 0, result.output
     result = runner.invoke(app, ["gather", "--models", str(models), "--params", str(tmp_path / "params.yaml"),
                                  "--out", str(tmp_path / "metrics.parquet")])

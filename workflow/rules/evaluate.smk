@@ -1,4 +1,17 @@
-# evaluate: every (row, fold)'s per-query official metrics gathered into results/<dataset>/metrics.parquet.
+# evaluate: official per-query metrics of each test run, gathered into results/<dataset>/metrics.parquet.
+
+
+rule evaluate:
+    input:
+        run=f"{WORK}/models/{{model}}/fold{{fold}}/run.txt",
+        collection=COLLECTION,
+    output:
+        f"{WORK}/models/{{model}}/fold{{fold}}/metrics.parquet",
+    log:
+        f"{LOGS}/evaluate/{{model}}-fold{{fold}}.log",
+    shell:
+        "srdiv evaluate --collection {input.collection} --run {input.run} --fold {wildcards.fold}"
+        " --out {output} > {log} 2>&1"
 
 
 rule gather:

@@ -30,8 +30,6 @@ rule train:
         hparams=f"{WORK}/models/{{model}}/fold{{fold}}/hparams.json",
         curve=f"{WORK}/models/{{model}}/fold{{fold}}/curve.parquet",
         timings=f"{WORK}/models/{{model}}/fold{{fold}}/timings.json",
-        run=f"{WORK}/models/{{model}}/fold{{fold}}/run.txt",
-        metrics=f"{WORK}/models/{{model}}/fold{{fold}}/metrics.parquet",
     params:
         sections=train_sections,
         optional=optional_args,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Optional
 
 import typer
 
@@ -18,16 +19,23 @@ def evaluate(
     out: Path = typer.Option(..., help="Output Parquet: per-query values, long form qid, measure, value."),
     by_score: bool = typer.Option(False, "--by-score",
                                   help="Order by score, ties by docno descending (ndeval -traditional), not by rank."),
+    fold: Optional[int] = typer.Option(None, help="Evaluate only the topics of this fold (a trial's test queries)."),
 ) -> None:
     """Per-query official diversity measures of RUN (ndeval's numbers); prints their means."""
     from srdiv.collection.schema import load_collection
-    from srdiv.io import write_parquet
+    from srdiv.io import InputError, write_parquet
     from srdiv.metrics.evaluate import evaluate_run, mean_measures
     from srdiv.metrics.runs import read_run
 
     coll = load_collection(collection)
     ranked = read_run(run, qids=coll.qids, by_score=by_score)
-    results = evaluate_run(ranked, coll.qrels)
+    qrels = coll.qrels
+    if fold is not None:
+        topics = set(coll.folds.loc[coll.folds["fold"] == fold, "qid"])
+        if not topics:
+            raise InputError(collection / "folds.parquet", f"no topic in fold {fold}")
+        qrels = qrels[qrels["qid"].isin(topics)]
+    results = evaluate_run(ranked, qrels)
     write_parquet(results, out)
 
     judged = set(results["qid"])

@@ -140,15 +140,17 @@ def machine() -> str:
 def performance_table(models_dir: Path | None, benchmarks_dir: Path | None, specs: list[RunSpec]) -> pd.DataFrame:
     """Median train seconds and ranking ms per query over folds, with Snakemake benchmark records.
 
-    Reads ``<models_dir>/<key>/fold<k>/timings.json`` (written by the trainer) and
-    ``<benchmarks_dir>/train/<key>-fold<k>.tsv`` (Snakemake ``benchmark:`` files:
-    wall seconds ``s`` and peak memory ``max_rss`` in MB).
+    Reads ``<models_dir>/<key>/fold<k>/timings.json`` (``srdiv train``),
+    ``rank.json`` (``srdiv rank``) and ``<benchmarks_dir>/train/<key>-fold<k>.tsv``
+    (Snakemake ``benchmark:`` files: wall seconds ``s``, peak memory ``max_rss`` in MB).
     """
     rows = []
     for spec in specs:
         record: dict = {"Method": spec.label}
         if models_dir is not None:
-            timings = [json.loads(p.read_text()) for p in sorted((models_dir / spec.key).glob("fold*/timings.json"))]
+            timings = [{**json.loads(p.read_text()), **json.loads((p.parent / "rank.json").read_text())}
+                       for p in sorted((models_dir / spec.key).glob("fold*/timings.json"))
+                       if (p.parent / "rank.json").exists()]
             if timings:
                 frame = pd.DataFrame(timings)
                 record.update({"folds": len(frame),

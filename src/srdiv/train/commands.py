@@ -1,4 +1,4 @@
-"""``srdiv train`` (one model on one fold) and ``srdiv gather`` (all per-query metrics)."""
+"""``srdiv train`` and ``srdiv rank`` (one model on one fold) and ``srdiv gather`` (all per-query metrics)."""
 
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ def train(
                                                     "with params.prior), e.g. .../models/ListMLE/fold<k>."),
     progress: bool = typer.Option(True, help="Show a progress bar per training run."),
 ) -> None:
-    """Tune on the validation fold, train, rank the test fold and evaluate one model row."""
+    """Tune on the validation fold and train one model row; save the chosen model (model.pt)."""
     from srdiv.collection.schema import load_collection
     from srdiv.features.bundle import Bundle
     from srdiv.io import InputError
@@ -44,6 +44,23 @@ def train(
                f"{hparams['valid_measure']} {hparams['valid']:.4f}", err=True)
 
 
+def rank(
+    model_dir: Path = typer.Option(..., help="model.pt of 'srdiv train', or its directory."),
+    fold: int = typer.Option(..., help="Test fold of this trial."),
+    bundle: Path = typer.Option(..., help="Bundle .npz of the dataset (srdiv bundle)."),
+    collection: Path = typer.Option(..., help="Collection directory (folds)."),
+    out: Path = typer.Option(..., help="Output directory (run.txt, rank.json); usually the model directory."),
+) -> None:
+    """Rank the test queries of trial FOLD with a trained model: a TREC run file."""
+    from srdiv.collection.schema import load_collection
+    from srdiv.features.bundle import Bundle
+    from srdiv.train.job import Trained, rank_job
+
+    timings = rank_job(Trained.load(model_dir), Bundle.load(bundle), load_collection(collection), fold, out)
+    typer.echo(f"rank fold {fold}: {timings['test_queries']} queries, "
+               f"{timings['rank_ms_per_query']:.1f} ms per query", err=True)
+
+
 def gather(
     models: Path = typer.Option(..., help="Directory of model outputs, e.g. work/<dataset>/models."),
     params: list[Path] = PARAMS,
@@ -62,4 +79,5 @@ def gather(
 def register(app: typer.Typer) -> None:
     """Add ``train`` and ``gather`` to the CLI."""
     app.command("train")(train)
+    app.command("rank")(rank)
     app.command("gather")(gather)

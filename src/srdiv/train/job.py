@@ -1,4 +1,4 @@
-"""One (model, fold) job: tune on the validation fold, train, rank the test fold, evaluate, write outputs.
+"""One (model, fold) trial: tune on the validation fold and train (``run_job``), then rank the test fold (``rank_job``).
 
 Steps (fold protocol in :mod:`srdiv.train.folds`):
 
@@ -11,7 +11,8 @@ Steps (fold protocol in :mod:`srdiv.train.folds`):
    (:class:`~srdiv.train.trainer.Trainer`, checkpoints under ``<out>/tune/``),
    and score it on the validation queries (official alpha-nDCG@20); the best
    point is kept (the first one on ties);
-3. rank the test queries with the chosen model and evaluate them.
+3. :func:`rank_job` ranks the test queries with the chosen model; ``srdiv
+   evaluate --fold`` scores them.
 
 A row with ``params: {prior: <Row>}`` gets that row's trained model of the
 same fold (``<prior_dir>/model.pt``, frozen) as its ``prior`` constructor
@@ -47,8 +48,9 @@ from srdiv.train.ranking import RunScorer, rank_bundle, resolve_device, run_fram
 from srdiv.train.trainer import Callback, Trainer, curve_frame, trainable
 
 MODEL_FILE = "model.pt"
-OUTPUTS = ("run.txt", "metrics.parquet", "hparams.json", "timings.json", MODEL_FILE, "curve.parquet")
-"""Files of a finished job, in ``<out>/``."""
+RUN_FILE = "run.txt"
+OUTPUTS = ("hparams.json", "timings.json", MODEL_FILE, "curve.parquet")
+"""Files of a finished training job, in ``<out>/`` (``rank_job`` adds ``run.txt`` and ``rank.json``)."""
 
 
 def import_plugins() -> None:
@@ -156,15 +158,13 @@ class TunedPoint:
 def run_job(spec: ModelSpec, bundle: Bundle, collection: Collection, fold: int, out: str | Path, seed: int = 0,
             samples: Samples | None = None, prior: Trained | None = None, callbacks: Sequence[Callback] = (),
             progress: bool | None = None) -> dict[str, Any]:
-    """Tune, train, rank and evaluate ``spec`` on trial ``fold``; write the outputs under ``out``.
+    """Tune and train ``spec`` on trial ``fold``; write the chosen model and its records under ``out``.
 
-    Outputs: ``run.txt`` (TREC run of the test queries, tag = row name),
-    ``metrics.parquet`` (``qid, measure, value``, official measures),
-    ``hparams.json`` (chosen point, its validation score, every grid point's),
-    ``timings.json`` (``train_seconds`` over the whole grid, ``rank_ms_per_query``),
+    Outputs: ``hparams.json`` (chosen point, its validation score, every grid
+    point's), ``timings.json`` (``train_seconds`` over the whole grid),
     ``model.pt`` (:class:`Trained`), ``curve.parquet`` (``epoch, loss, valid,
     seconds`` of the chosen point; empty when nothing was trained). Returns
-    the ``hparams.json`` content.
+    the ``hparams.json`` content. :func:`rank_job` then ranks the test fold.
     """
     out = Path(out)
     settings = spec.train
@@ -198,24 +198,38 @@ def run_job(spec: ModelSpec, bundle: Bundle, collection: Collection, fold: int, 
     train_seconds = time.perf_counter() - start
     best = max(tuned, key=lambda t: t.valid)  # the first of equals
 
-    start = time.perf_counter()
-    orders = rank_bundle(best.model, data.test, device, settings.rank_batch)
-    rank_ms = 1000 * (time.perf_counter() - start) / max(len(data.test), 1)
-    run = run_frame(data.test, orders)
-
     hparams = {"row": spec.row, "fold": fold, "seed": seed, "chosen": best.point,
                "valid_measure": settings.valid_measure, "valid": best.valid,
                "grid": [t.summary() for t in tuned], "spec": best.spec.to_dict()}
-    timings = {"train_seconds": train_seconds, "rank_ms_per_query": rank_ms, "test_queries": len(data.test),
-               "tune_points": len(grid), "device": str(device)}
-    write_trec_run(run, out / "run.txt", tag=spec.row)
-    write_parquet(RunScorer(collection.qrels, split.test).per_query(run), out / "metrics.parquet")
+    timings = {"train_seconds": train_seconds, "tune_points": len(grid), "device": str(device)}
     write_text(json.dumps(hparams, indent=2, default=_jsonable) + "\n", out / "hparams.json")
     write_text(json.dumps(timings, indent=2) + "\n", out / "timings.json")
     write_parquet(best.curve, out / "curve.parquet")
     Trained(best.spec, data.valid.dims, _cpu_state(best.model), data.scaler, prior).save(out / MODEL_FILE)
     shutil.rmtree(out / "tune", ignore_errors=True)
     return hparams
+
+
+def rank_job(trained: Trained, bundle: Bundle, collection: Collection, fold: int, out: str | Path) -> dict[str, Any]:
+    """Rank the test queries of trial ``fold`` with a trained model; write ``run.txt`` and ``rank.json``.
+
+    The test candidates are standardised with the model's own (training-fold)
+    scaler. ``rank.json`` holds ``rank_ms_per_query``, ``test_queries`` and
+    ``device``. Evaluation is a separate step (``srdiv evaluate --fold``).
+    """
+    out = Path(out)
+    settings = trained.spec.train
+    device = resolve_device(settings.device)
+    split = fold_split(collection.folds, fold)
+    test = trained.scaler.transform(select_queries(bundle, split.test).truncate(settings.rank_docs))
+    model = trained.build(device)
+    start = time.perf_counter()
+    orders = rank_bundle(model, test, device, settings.rank_batch)
+    rank_ms = 1000 * (time.perf_counter() - start) / max(len(test), 1)
+    timings = {"rank_ms_per_query": rank_ms, "test_queries": len(test), "device": str(device)}
+    write_trec_run(run_frame(test, orders), out / RUN_FILE, tag=trained.spec.row)
+    write_text(json.dumps(timings, indent=2) + "\n", out / "rank.json")
+    return timings
 
 
 def _prior_model(spec: ModelSpec, prior: Trained | None, scaler: FeatureScaler,

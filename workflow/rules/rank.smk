@@ -1,0 +1,24 @@
+# rank: the trained model of each (row, fold) re-ranks its trial's test queries: a TREC run file.
+
+
+rule rank:
+    input:
+        model=f"{WORK}/models/{{model}}/fold{{fold}}/model.pt",
+        bundle=lambda wildcards: f"{WORK}/bundle/{representation(wildcards.model)}.npz",
+        collection=COLLECTION,
+    output:
+        run=f"{WORK}/models/{{model}}/fold{{fold}}/run.txt",
+        timings=f"{WORK}/models/{{model}}/fold{{fold}}/rank.json",
+    params:
+        sections=["train"],
+        out=lambda wildcards: model_dir(wildcards.model, wildcards.fold),
+    threads: 1
+    resources:
+        gpu=1,
+    log:
+        f"{LOGS}/rank/{{model}}-fold{{fold}}.log",
+    benchmark:
+        f"{BENCH}/rank/{{model}}-fold{{fold}}.tsv"
+    shell:
+        "srdiv rank --model-dir {input.model} --fold {wildcards.fold} --bundle {input.bundle}"
+        " --collection {input.collection} --out {params.out} 2> {log}"
