@@ -5,7 +5,10 @@ VENV   ?= .venv
 BIN     = $(VENV)/bin
 STAMP   = $(VENV)/.srdiv-installed
 CORES  ?= 2
-SMK     = $(BIN)/snakemake --cores $(CORES) --resources gpu=1
+# Training jobs declare gpu=1: with GPUs, that many run at once; on a CPU-only machine the cores limit them.
+NGPU   := $(shell nvidia-smi -L 2>/dev/null | grep -c '^GPU')
+GPUS   ?= $(if $(filter-out 0,$(NGPU)),$(NGPU),$(CORES))
+SMK     = $(BIN)/snakemake --cores $(CORES) --resources gpu=$(GPUS)
 export PATH := $(abspath $(BIN)):$(PATH)
 
 .PHONY: install run smoke test dvc-yaml trec clean-smoke

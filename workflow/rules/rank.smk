@@ -21,4 +21,4 @@ rule rank:
         f"{BENCH}/rank/{{model}}-fold{{fold}}.tsv"
     shell:
         "srdiv rank --model-dir {input.model} --fold {wildcards.fold} --bundle {input.bundle}"
-        " --collection {input.collection} --out {params.out} 2> {log}"
+        " --collection {input.collection} --threads {threads} --out {params.out} 2> {log}"

@@ -34,7 +34,7 @@ rule train:
         sections=train_sections,
         optional=optional_args,
         out=lambda wildcards: model_dir(wildcards.model, wildcards.fold),
-    threads: 2
+    threads: 1
     resources:
         gpu=1,
     log:
@@ -43,4 +43,4 @@ rule train:
         f"{BENCH}/train/{{model}}-fold{{fold}}.tsv"
     shell:
         "srdiv train --model {wildcards.model} --fold {wildcards.fold} --bundle {input.bundle}"
-        " --collection {input.collection} {params.optional} {PARAMS} --no-progress --out {params.out} 2> {log}"
+        " --collection {input.collection} {params.optional} {PARAMS} --no-progress --threads {threads} --out {params.out} 2> {log}"
