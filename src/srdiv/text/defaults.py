@@ -15,7 +15,8 @@ DEFAULTS: dict[str, dict[str, Any]] = {
     "embed": {
         "doc2vec": {
             "vector_size": 100,   # DSSA/DESA
-            "window": 5,          # DSSA/DESA; NTN and MDP-DIV used 8
+            "window": 5,          # DSSA/DESA; NTN and MDP-DIV used 8 (used only with dbow_words: 1)
+            "dbow_words": 0,      # 1 = also train skip-gram word vectors (slower)
             "alpha": 0.025,
             "min_alpha": 0.0001,
             "min_count": 2,

@@ -8,12 +8,17 @@ learn from all documents (title, body, anchor and URL text analysed by
 from pseudo-documents (:mod:`srdiv.text.pseudo_docs`), never from their own
 few words.
 
+PV-DBOW learns document vectors only; ``window`` matters only with
+``dbow_words: 1``, which also trains skip-gram word vectors (several times
+slower). The papers do not say which they used; the default is pure DBOW.
+
 Determinism: gensim trains doc2vec bit for bit reproducibly only with one
 worker thread (``workers: 1``, the default); more threads are faster but
 interleave updates nondeterministically. LDA runs in one process with a fixed
-``random_state``. Inference (:func:`infer_doc2vec`, :func:`lda_topics`)
-reseeds before every document, so a vector never depends on what was
-inferred before it.
+``random_state``. doc2vec inference (:func:`infer_doc2vec`) reseeds before
+every text, so a vector depends on its text only (and runs in parallel
+processes without changing a bit); LDA inference (:func:`lda_topics`)
+reseeds before every chunk of rows, so the same rows give the same vectors.
 
 Vector tables are Parquet with key columns and ``vector`` as ``list<float32>``
 (:func:`write_vectors`, :func:`read_vectors`).
@@ -85,7 +90,7 @@ def train_doc2vec(tokens: list[list[str]], params: dict, seed: int):
 
     corpus = [TaggedDocument(words, [i]) for i, words in enumerate(tokens)]
     return Doc2Vec(
-        corpus, dm=0, dbow_words=int(params.get("dbow_words", 0)),
+        corpus, dm=0, dbow_words=int(params["dbow_words"]),
         vector_size=int(params["vector_size"]), window=int(params["window"]),
         alpha=float(params["alpha"]), min_alpha=float(params["min_alpha"]),
         min_count=int(params["min_count"]), negative=int(params["negative"]),

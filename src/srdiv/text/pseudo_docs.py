@@ -19,6 +19,7 @@ import pandas as pd
 import scipy.sparse as sp
 
 from srdiv.collection.schema import Collection
+from srdiv.io import InputError
 
 STRING_COLUMNS = ["qid", "sugg_id", "text"]
 
@@ -57,7 +58,7 @@ def retrieve(docs: pd.DataFrame, texts: list[str], params: dict) -> np.ndarray:
 
     field = params["field"]
     if field not in FIELDS:
-        raise ValueError(f"pseudo_docs.field must be one of {list(FIELDS)}, not {field!r}")
+        raise InputError("params.yaml", f"pseudo_docs.field must be one of {list(FIELDS)}, not {field!r}")
     index = FieldIndex.from_texts(join_columns(docs, FIELDS[field]), k1=params["k1"], b=params["b"])
     idx, _ = index.top_k(texts, int(params["z"]), "bm25")
     return idx
