@@ -68,7 +68,7 @@ def cosine_diversity(tf: sp.csr_matrix, rows: np.ndarray) -> np.ndarray:
     out = np.empty((n_q, n_d, n_d), dtype=np.float32)
     for q in range(n_q):
         block = x[q * n_d:(q + 1) * n_d]
-        out[q] = 1.0 - (block @ block.T).toarray()
+        out[q] = np.clip(1.0 - (block @ block.T).toarray(), 0.0, 1.0)  # rounding can leave -1e-16
     return out
 
 
