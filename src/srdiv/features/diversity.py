@@ -19,8 +19,8 @@ For every pair of candidates of a query (the top ``rank_docs`` of the initial ru
 
 Links come from the optional ``links`` column of the documents (a list of
 docnos the document points to; for ``wordnet-div``, the synset's WordNet
-pointers, which play the role of hyperlinks). Without it ``link_sim`` is left
-out. Without document text (the DSSA release) only ``subtopic_div`` can be
+pointers play the role of hyperlinks when the collection carries them).
+Without the column ``link_sim`` is left out, with a warning. Without document text (the DSSA release) only ``subtopic_div`` can be
 computed, and only it is written.
 
 Fallbacks: a missing or empty field is a zero vector, whose cosine with
