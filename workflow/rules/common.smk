@@ -1,5 +1,7 @@
 # Names shared by the rules: the dataset, its paths, the model rows and folds to run.
 
+from srdiv.train.config import model_rows
+
 DATASET = config["dataset"]
 DS = config["datasets"][DATASET]
 WORK = f"work/{DATASET}"
@@ -12,7 +14,7 @@ DOCS = f"--docs {DS['docs']}" if DS.get("docs") else ""
 DOCS_INPUT = [DS["docs"]] if DS.get("docs") else []
 FEATURES_FROM = DS.get("features", "text")  # text | dssa-release
 DEFAULT_REPR = DS.get("representation", "doc2vec")
-ROWS = list(config["models"]) if config.get("run_models", "all") == "all" else list(config["run_models"])
+ROWS = list(model_rows(config)) if config.get("run_models", "all") == "all" else list(config["run_models"])
 FOLDS = [int(f) for f in config["folds"]]
 
 wildcard_constraints:
@@ -25,8 +27,12 @@ def row(model):
 
 
 def representation(model):
-    """The bundle a row reads: its own ``representation`` or the dataset's."""
-    return row(model).get("representation", DEFAULT_REPR)
+    """The bundle a row reads: its own ``representation`` or the dataset's.
+
+    The DSSA release holds one set of vectors (the dataset's ``representation``), which every row reads.
+    """
+    rep = row(model).get("representation", DEFAULT_REPR)
+    return DEFAULT_REPR if FEATURES_FROM == "dssa-release" else rep
 
 
 def prior(model):

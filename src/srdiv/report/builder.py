@@ -15,6 +15,7 @@ import pandas as pd
 from srdiv.io import InputError, read_parquet, write_text
 from srdiv.report import plots
 from srdiv.report.tables import Table, per_position_table, results_table
+from srdiv.train.config import model_rows
 
 GROUP_TITLES = {
     "initial": "Initial ranking",
@@ -62,7 +63,7 @@ class ReportConfig:
 def run_specs(params: dict) -> list[RunSpec]:
     """Rows in params order, grouped as the papers group methods."""
     specs = []
-    for key, entry in (params.get("models") or {}).items():
+    for key, entry in model_rows(params).items():
         model = entry.get("variant_of", key)
         specs.append(RunSpec(key, model, entry.get("variant", ""), entry.get("group", "")))
     order = list(GROUP_TITLES)

@@ -89,9 +89,14 @@ class ModelSpec:
         return asdict(self)
 
 
+def model_rows(params: dict) -> dict[str, dict]:
+    """The ``models`` rows in file order; an overlay removes a row by setting it to null."""
+    return {row: entry for row, entry in (params.get("models") or {}).items() if entry is not None}
+
+
 def model_spec(params: dict, row: str) -> ModelSpec:
     """The spec of ``models.<row>`` from the loaded ``params.yaml``."""
-    models = params.get("models") or {}
+    models = model_rows(params)
     if row not in models:
         raise KeyError(f"params.yaml has no models.{row} (rows: {', '.join(models) or 'none'})")
     entry = dict(models[row])

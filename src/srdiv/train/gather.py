@@ -12,6 +12,7 @@ from pathlib import Path
 import pandas as pd
 
 from srdiv.io import InputError, read_parquet
+from srdiv.train.config import model_rows
 
 COLUMNS = ["model", "variant", "fold", "qid", "measure", "value"]
 
@@ -20,7 +21,7 @@ def gather_metrics(models_dir: str | Path, params: dict) -> pd.DataFrame:
     """Metrics of ``<models_dir>/<Row>/fold<k>/metrics.parquet`` for every row of ``params['models']``."""
     models_dir = Path(models_dir)
     frames, labels = [], {}
-    for row, entry in (params.get("models") or {}).items():
+    for row, entry in model_rows(params).items():
         label = (entry.get("variant_of", row), entry.get("variant", ""))
         if label in labels:
             raise ValueError(f"models {labels[label]} and {row} both report as model/variant {label}")
