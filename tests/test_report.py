@@ -6,7 +6,7 @@ import pytest
 import yaml
 from scipy import stats
 
-from srdiv.report.builder import build_report, build_tables
+from srdiv.report.builder import build_report, build_tables, params_hash
 from srdiv.report.stats import holm_adjust, paired_pvalues
 
 MEASURES = ["ERR_IA@20", "alpha_nDCG@20", "NRBP", "P_IA@20", "StRecall@20",
@@ -81,7 +81,9 @@ def test_build_report_writes_every_format(tmp_path):
     metrics.to_parquet(mpath)
     ppath = tmp_path / "params.yaml"
     ppath.write_text(yaml.safe_dump(PARAMS))
-    written = build_report(mpath, PARAMS, ppath, tmp_path / "out")
+    overlay = tmp_path / "overlay.yaml"
+    overlay.write_text("train: {epochs: 1}\n")
+    written = build_report(mpath, PARAMS, [ppath, overlay], tmp_path / "out")
     names = {p.relative_to(tmp_path / "out").as_posix() for p in written}
     for stem in ("main", "cutoffs", "ablation-dssa", "per-position"):
         assert {f"tables/{stem}.md", f"tables/{stem}.tex", f"tables/{stem}.html"} <= names
@@ -90,4 +92,6 @@ def test_build_report_writes_every_format(tmp_path):
     assert "| DSSA | **" in md and "α-nDCG@20" in md
     tex = (tmp_path / "out/tables/main.tex").read_text()
     assert r"\textbf{" in tex and r"\begin{tabular}" in tex
-    assert "params.yaml hash" in (tmp_path / "out/README.md").read_text()
+    readme = (tmp_path / "out/README.md").read_text()
+    for path in (ppath, overlay):  # every merged params file is named with its hash
+        assert f"`{path.as_posix()}`, hash `{params_hash(path)}`" in readme

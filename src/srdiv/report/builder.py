@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import json
+import os
 import platform
 import subprocess
 from dataclasses import dataclass, field
@@ -129,13 +130,23 @@ def git_commit() -> str:
         return "unknown"
 
 
+def cpu_name() -> str:
+    """The CPU model from ``/proc/cpuinfo`` (Linux), else what ``platform`` knows."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
 def machine() -> str:
     import torch
 
     gpu = torch.cuda.get_device_name(0) if torch.cuda.is_available() else "no GPU"
-    import os
-
-    return f"{platform.system()} {platform.machine()}, {os.cpu_count()} CPU cores, {gpu}, Python {platform.python_version()}, torch {torch.__version__}"
+    return (f"{platform.system()} {platform.machine()}, {cpu_name()}, {os.cpu_count()} CPU cores, {gpu}, "
+            f"Python {platform.python_version()}, torch {torch.__version__}")
 
 
 def performance_table(models_dir: Path | None, benchmarks_dir: Path | None, specs: list[RunSpec]) -> pd.DataFrame:
@@ -167,10 +178,15 @@ def performance_table(models_dir: Path | None, benchmarks_dir: Path | None, spec
     return pd.DataFrame(rows)
 
 
-def build_report(metrics_path: Path, params: dict, params_path: Path, out_dir: Path,
+def build_report(metrics_path: Path, params: dict, params_paths: Path | list[Path], out_dir: Path,
                  models_dir: Path | None = None, benchmarks_dir: Path | None = None,
                  metric_at_k: pd.DataFrame | None = None) -> list[Path]:
-    """Write tables (``tables/``), plots (``plots/``) and ``README.md`` under ``out_dir``."""
+    """Write tables (``tables/``), plots (``plots/``) and ``README.md`` under ``out_dir``.
+
+    ``params_paths``: the params file and its overlays, merged in order into ``params``; the README
+    names each with its hash.
+    """
+    params_paths = [params_paths] if isinstance(params_paths, (str, Path)) else list(params_paths)
     metrics = read_parquet(metrics_path)
     missing = {"model", "variant", "fold", "qid", "measure", "value"} - set(metrics.columns)
     if missing:
@@ -210,7 +226,7 @@ def build_report(metrics_path: Path, params: dict, params_path: Path, out_dir: P
         "(columns model, variant, fold, qid, measure, value; official metrics, TREC ndeval definitions).",
         "Each query is tested once, in the test fold of its cross-validation trial; tables report the mean",
         f"over those {n_queries} queries.", "",
-        f"- params.yaml hash: `{params_hash(params_path)}`",
+        *[f"- params file `{Path(p).as_posix()}`, hash `{params_hash(Path(p))}`" for p in params_paths],
         f"- commit: `{git_commit()}`",
         f"- date (UTC): {dt.datetime.now(dt.timezone.utc).strftime('%Y-%m-%d %H:%M')}",
         f"- machine: {machine()}", "",

@@ -26,5 +26,5 @@ def register(app: typer.Typer) -> None:
         at_k = None
         if collection is not None and models_dir is not None:
             at_k = metric_at_k_from_runs(collection, models_dir, values)
-        written = build_report(metrics, values, params[0], out, models_dir, benchmarks_dir, at_k)
+        written = build_report(metrics, values, params, out, models_dir, benchmarks_dir, at_k)
         typer.echo(f"wrote {len(written)} files under {out}")
