@@ -63,3 +63,12 @@ def read_parquet(path: str | os.PathLike, columns: list[str] | None = None) -> p
     if not path.exists():
         raise InputError(path, "file not found")
     return pd.read_parquet(path, columns=columns)
+
+
+def existing_file(path: str | os.PathLike, default_name: str, what: str) -> Path:
+    """``path`` itself, or ``path / default_name`` when it is a directory; one clear error if missing."""
+    path = Path(path)
+    path = path / default_name if path.is_dir() else path
+    if not path.exists():
+        raise InputError(path, f"{what} not found")
+    return path

@@ -30,7 +30,7 @@ from pathlib import Path
 import numpy as np
 
 from srdiv.features.bundle import Bundle
-from srdiv.io import InputError, atomic_path
+from srdiv.io import atomic_path, existing_file
 from srdiv.sampling.listpairwise import ListPairwiseSamples, list_pairwise_samples
 from srdiv.sampling.pamm import pamm_rankings
 from srdiv.sampling.targets import ranking_metric
@@ -82,10 +82,7 @@ class Samples:
     @classmethod
     def load(cls, path: str | Path) -> "Samples":
         """Read a file written by :meth:`save`; a directory means its ``samples.npz``."""
-        path = Path(path)
-        path = path / SAMPLES_FILE if path.is_dir() else path
-        if not path.exists():
-            raise InputError(path, "samples file not found")
+        path = existing_file(path, SAMPLES_FILE, "samples file")
         with np.load(path, allow_pickle=False) as z:
             lp = ListPairwiseSamples(**{f.name: z[f.name] for f in fields(ListPairwiseSamples)})
             return cls(qids=z["qids"], list_pairwise=lp, pamm={k: z[k] for k in PAMM_KEYS},

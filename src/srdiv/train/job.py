@@ -37,7 +37,7 @@ import torch
 
 from srdiv.collection.schema import Collection
 from srdiv.features.bundle import Bundle, BundleDims, FeatureScaler
-from srdiv.io import InputError, atomic_path, write_parquet, write_text
+from srdiv.io import atomic_path, existing_file, write_parquet, write_text
 from srdiv.metrics.runs import write_trec_run
 from srdiv.models.base import DiversityModel
 from srdiv.registry import MODELS, OBJECTIVES, Registry
@@ -114,10 +114,7 @@ class Trained:
     @classmethod
     def load(cls, path: str | Path) -> "Trained":
         """Read ``path`` (``model.pt``, or a job directory holding one)."""
-        path = Path(path)
-        path = path / MODEL_FILE if path.is_dir() else path
-        if not path.exists():
-            raise InputError(path, "trained model not found")
+        path = existing_file(path, MODEL_FILE, "trained model")
         return cls.from_dict(torch.load(path, map_location="cpu", weights_only=True))
 
 

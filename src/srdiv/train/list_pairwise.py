@@ -16,7 +16,7 @@ learning rate per batch).
 
 from __future__ import annotations
 
-from typing import Any, Iterator, NamedTuple
+from typing import Iterator, NamedTuple
 
 import numpy as np
 import torch

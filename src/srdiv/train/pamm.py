@@ -28,7 +28,7 @@ The rankings and their ``E`` come from the fold's samples
 
 from __future__ import annotations
 
-from typing import Any, Iterator, NamedTuple
+from typing import Iterator, NamedTuple
 
 import numpy as np
 import torch
