@@ -12,6 +12,7 @@ from typer.testing import CliRunner
 from srdiv.cli import app
 from srdiv.collection.schema import Collection, write_collection
 from srdiv.features.bundle import random_bundle
+from srdiv.io import InputError
 from srdiv.metrics import evaluate_run, read_run
 from srdiv.models.base import DiversityModel
 from srdiv.models.initial import InitialRanking
@@ -241,6 +242,12 @@ def test_gather_labels_rows_as_the_report_reads_them(tmp_path):
     assert sorted(table["fold"].unique()) == [1, 2]
     with pytest.raises(ValueError):
         gather_metrics(tmp_path, {"models": {"ListMLE": {}, "X": {"variant_of": "ListMLE"}}})
+    # run_models and folds choose what is read; a requested fold that is missing is an error
+    only = gather_metrics(tmp_path, {"models": {"Initial": {}, "ListMLE": {}}, "run_models": ["ListMLE"],
+                                     "folds": [2]})
+    assert set(only["model"]) == {"ListMLE"} and set(only["fold"]) == {2}
+    with pytest.raises(InputError, match="fold3"):
+        gather_metrics(tmp_path, {"models": {"Initial": {}}, "folds": [1, 3]})
 
 
 def test_commands_end_to_end(tmp_path):

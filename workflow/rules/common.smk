@@ -1,6 +1,6 @@
 # Names shared by the rules: the dataset, its paths, the model rows and folds to run.
 
-from srdiv.train.config import model_rows
+from srdiv.train.config import run_rows
 
 DATASET = config["dataset"]
 DS = config["datasets"][DATASET]
@@ -14,7 +14,7 @@ DOCS = f"--docs {DS['docs']}" if DS.get("docs") else ""
 DOCS_INPUT = [DS["docs"]] if DS.get("docs") else []
 FEATURES_FROM = DS.get("features", "text")  # text | dssa-release
 DEFAULT_REPR = DS.get("representation", "doc2vec")
-ROWS = list(model_rows(config)) if config.get("run_models", "all") == "all" else list(config["run_models"])
+ROWS = run_rows(config)
 FOLDS = [int(f) for f in config["folds"]]
 
 wildcard_constraints:

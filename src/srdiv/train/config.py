@@ -94,6 +94,18 @@ def model_rows(params: dict) -> dict[str, dict]:
     return {row: entry for row, entry in (params.get("models") or {}).items() if entry is not None}
 
 
+def run_rows(params: dict) -> list[str]:
+    """The rows a run trains and reports: ``run_models`` (a list of rows, or ``all``)."""
+    chosen = params.get("run_models", "all")
+    rows = model_rows(params)
+    if chosen == "all":
+        return list(rows)
+    unknown = [row for row in chosen if row not in rows]
+    if unknown:
+        raise KeyError(f"run_models names rows params.yaml does not have: {', '.join(unknown)}")
+    return list(chosen)
+
+
 def model_spec(params: dict, row: str) -> ModelSpec:
     """The spec of ``models.<row>`` from the loaded ``params.yaml``."""
     models = model_rows(params)
