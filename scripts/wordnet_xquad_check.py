@@ -10,7 +10,10 @@ divided by their maximum over the query's candidates (the run's top 50).
 Prints official alpha-nDCG@20 of the initial run, of xQuAD for several
 ``lam``, and of the ideal re-ranking of the candidates.
 
-    python scripts/wordnet_xquad_check.py data/collections/wordnet-div
+    python scripts/wordnet_xquad_check.py data/collections/wordnet-div [FIELDS]
+
+FIELDS (comma-separated, default the whole text) chooses the fields BM25 indexes,
+e.g. ``title,body,url`` (the initial run's fields: no anchor text).
 """
 
 from __future__ import annotations
@@ -54,9 +57,9 @@ def xquad(p_query: np.ndarray, p_sugg: np.ndarray, mask: np.ndarray, lam: float)
     return order
 
 
-def main(path: str) -> None:
+def main(path: str, fields: tuple[str, ...] | None = None) -> None:
     coll = load_collection(path, with_docs=True)
-    index = FieldIndex.from_texts(doc_text(coll.docs))
+    index = FieldIndex.from_texts(doc_text(coll.docs, fields) if fields else doc_text(coll.docs))
     docnos, labels = candidate_labels(coll, CANDIDATES)  # [Q, C], [Q, C, S]
     pos = pd.Series(np.arange(len(coll.docs)), index=coll.docs["docno"])
     mask = docnos != ""
@@ -79,4 +82,5 @@ def main(path: str) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1] if len(sys.argv) > 1 else "data/collections/wordnet-div")
+    main(sys.argv[1] if len(sys.argv) > 1 else "data/collections/wordnet-div",
+         tuple(sys.argv[2].split(",")) if len(sys.argv) > 2 else None)
