@@ -16,7 +16,7 @@ import pandas as pd
 from srdiv.io import InputError, read_parquet, write_text
 from srdiv.report import plots
 from srdiv.report.tables import Table, per_position_table, results_table
-from srdiv.train.config import model_rows
+from srdiv.train.config import model_rows, run_rows
 
 GROUP_TITLES = {
     "initial": "Initial ranking",
@@ -62,9 +62,11 @@ class ReportConfig:
 
 
 def run_specs(params: dict) -> list[RunSpec]:
-    """Rows in params order, grouped as the papers group methods."""
+    """The rows of ``run_models`` in params order, grouped as the papers group methods."""
     specs = []
-    for key, entry in model_rows(params).items():
+    rows = model_rows(params)
+    for key in run_rows(params):
+        entry = rows[key]
         model = entry.get("variant_of", key)
         specs.append(RunSpec(key, model, entry.get("variant", ""), entry.get("group", "")))
     order = list(GROUP_TITLES)
