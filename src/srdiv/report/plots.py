@@ -26,13 +26,18 @@ def save(fig, out_stem: Path) -> list[Path]:
     return paths
 
 
+def style(i: int) -> dict:
+    """Line style of the ``i``-th run: ten colours, then the same colours dashed, then dotted."""
+    return {"color": plt.get_cmap("tab10")(i % 10), "linestyle": ("-", "--", ":")[(i // 10) % 3]}
+
+
 def learning_curves(curves: pd.DataFrame, out_stem: Path) -> list[Path]:
     """Validation metric and training loss per epoch; ``curves``: run, fold, epoch, loss, valid."""
     fig, (ax_loss, ax_valid) = plt.subplots(1, 2, figsize=(11, 4))
-    for run, frame in curves.groupby("run", sort=False):
+    for i, (run, frame) in enumerate(curves.groupby("run", sort=False)):
         mean = frame.groupby("epoch")[["loss", "valid"]].mean()
-        ax_loss.plot(mean.index, mean["loss"], label=run)
-        ax_valid.plot(mean.index, mean["valid"], label=run)
+        ax_loss.plot(mean.index, mean["loss"], label=run, **style(i))
+        ax_valid.plot(mean.index, mean["valid"], label=run, **style(i))
     ax_loss.set(xlabel="epoch", ylabel="training loss (mean over folds)")
     ax_valid.set(xlabel="epoch", ylabel="validation α-nDCG@20 (mean over folds)")
     ax_valid.legend(fontsize=7, ncol=2)
@@ -42,8 +47,8 @@ def learning_curves(curves: pd.DataFrame, out_stem: Path) -> list[Path]:
 def metric_at_k(values: pd.DataFrame, measure_name: str, out_stem: Path) -> list[Path]:
     """Mean metric at cut-off k per run; ``values``: run, k, value (already averaged over queries)."""
     fig, ax = plt.subplots(figsize=(7, 4.5))
-    for run, frame in values.groupby("run", sort=False):
-        ax.plot(frame["k"], frame["value"], marker=".", label=run)
+    for i, (run, frame) in enumerate(values.groupby("run", sort=False)):
+        ax.plot(frame["k"], frame["value"], marker=".", label=run, **style(i))
     ax.set(xlabel="cut-off k", ylabel=measure_name)
     ax.legend(fontsize=7, ncol=2)
     return save(fig, out_stem)
@@ -54,11 +59,10 @@ def per_query_differences(metrics: pd.DataFrame, runs: list[str], reference: str
     """Sorted per-query differences of ``measure`` between each run and ``reference``."""
     wide = per_query(metrics, measure)
     fig, ax = plt.subplots(figsize=(7, 4.5))
-    for run in runs:
-        if run == reference or run not in wide.columns or reference not in wide.columns:
-            continue
+    shown = [run for run in runs if run != reference and run in wide.columns and reference in wide.columns]
+    for i, run in enumerate(shown):
         diff = (wide[run] - wide[reference]).dropna().sort_values(ascending=False).to_numpy()
-        ax.plot(range(1, len(diff) + 1), diff, label=run)
+        ax.plot(range(1, len(diff) + 1), diff, label=run, **style(i))
     ax.axhline(0.0, color="black", linewidth=0.8)
     ax.set(xlabel="queries (sorted by difference)", ylabel=f"{measure}: run − {reference}")
     ax.legend(fontsize=7, ncol=2)
