@@ -38,9 +38,10 @@ def learning_curves(curves: pd.DataFrame, out_stem: Path) -> list[Path]:
         mean = frame.groupby("epoch")[["loss", "valid"]].mean()
         ax_loss.plot(mean.index, mean["loss"], label=run, **style(i))
         ax_valid.plot(mean.index, mean["valid"], label=run, **style(i))
-    ax_loss.set(xlabel="epoch", ylabel="training loss (mean over folds)")
+    # Losses differ by orders of magnitude between objectives (PAMM's is unbounded below): symlog axis.
+    ax_loss.set(xlabel="epoch", ylabel="training loss (mean over folds, symlog)", yscale="symlog")
     ax_valid.set(xlabel="epoch", ylabel="validation α-nDCG@20 (mean over folds)")
-    ax_valid.legend(fontsize=7, ncol=2)
+    ax_valid.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0))
     return save(fig, out_stem)
 
 
