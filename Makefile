@@ -11,7 +11,7 @@ GPUS   ?= $(if $(filter-out 0,$(NGPU)),$(NGPU),$(CORES))
 SMK     = $(BIN)/snakemake --cores $(CORES) --resources gpu=$(GPUS)
 export PATH := $(abspath $(BIN)):$(PATH)
 
-.PHONY: install run smoke test dvc-yaml trec clean-smoke
+.PHONY: install run run-cpu smoke test dvc-yaml trec
 
 $(STAMP): pyproject.toml
 	@command -v $(PYTHON) >/dev/null || { echo "need $(PYTHON)"; exit 1; }
@@ -25,6 +25,10 @@ install: $(STAMP)
 ## the main job: every model, 5 folds, on the default collection (wordnet-div)
 run: $(STAMP)
 	$(SMK)
+
+## the 2-hour cut of `run` for a 2-core CPU behind the committed results/wordnet-div (config/cpu.yaml)
+run-cpu: $(STAMP)
+	$(SMK) --configfile params.yaml config/cpu.yaml
 
 ## the whole DAG on ~12 queries, 2 folds, one epoch, a few models (minutes)
 smoke: $(STAMP)
