@@ -24,7 +24,8 @@ install: $(STAMP)
 
 # Without a GPU, `make run` runs the CPU cut (config/cpu.yaml, ~2 hours on 2 cores) instead of the
 # full default setting (more than a day on 2 cores); `make run-all` forces the full setting.
-RUN_CONFIG := $(if $(filter-out 0,$(NGPU)),,--configfile params.yaml config/cpu.yaml)
+CPU_CUT    := --configfile params.yaml config/cpu.yaml
+RUN_CONFIG := $(if $(filter-out 0,$(NGPU)),,$(CPU_CUT))
 
 ## the main job on the default collection (wordnet-div): every model with a GPU, the CPU cut without
 run: $(STAMP)
@@ -36,7 +37,7 @@ run-all: $(STAMP)
 
 ## the 2-hour cut for a 2-core CPU behind the committed results/wordnet-div (config/cpu.yaml)
 run-cpu: $(STAMP)
-	$(SMK) --configfile params.yaml config/cpu.yaml
+	$(SMK) $(CPU_CUT)
 
 ## the whole DAG on ~12 queries, 2 folds, one epoch, a few models (minutes)
 smoke: $(STAMP)

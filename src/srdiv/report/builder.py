@@ -180,7 +180,7 @@ def performance_table(models_dir: Path | None, benchmarks_dir: Path | None, spec
     return pd.DataFrame(rows)
 
 
-def build_report(metrics_path: Path, params: dict, params_paths: Path | list[Path], out_dir: Path,
+def build_report(metrics_path: Path, params: dict, params_paths: list[Path], out_dir: Path,
                  models_dir: Path | None = None, benchmarks_dir: Path | None = None,
                  metric_at_k: pd.DataFrame | None = None) -> list[Path]:
     """Write tables (``tables/``), plots (``plots/``) and ``README.md`` under ``out_dir``.
@@ -188,7 +188,6 @@ def build_report(metrics_path: Path, params: dict, params_paths: Path | list[Pat
     ``params_paths``: the params file and its overlays, merged in order into ``params``; the README
     names each with its hash.
     """
-    params_paths = [params_paths] if isinstance(params_paths, (str, Path)) else list(params_paths)
     metrics = read_parquet(metrics_path)
     missing = {"model", "variant", "fold", "qid", "measure", "value"} - set(metrics.columns)
     if missing:
