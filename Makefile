@@ -11,7 +11,7 @@ GPUS   ?= $(if $(filter-out 0,$(NGPU)),$(NGPU),$(CORES))
 SMK     = $(BIN)/snakemake --cores $(CORES) --resources gpu=$(GPUS)
 export PATH := $(abspath $(BIN)):$(PATH)
 
-.PHONY: install run run-all run-cpu smoke test dvc-yaml trec
+.PHONY: install run run-all run-cpu run-ablations smoke test dvc-yaml trec
 
 $(STAMP): pyproject.toml
 	@command -v $(PYTHON) >/dev/null || { echo "need $(PYTHON)"; exit 1; }
@@ -38,6 +38,10 @@ run-all: $(STAMP)
 ## the 2-hour cut for a 2-core CPU behind the committed results/wordnet-div (config/cpu.yaml)
 run-cpu: $(STAMP)
 	$(SMK) $(CPU_CUT)
+
+## the ablation study on a 2-core CPU (config/cpu-ablations.yaml): DSSA, DESA and DALETOR variants, 5 folds
+run-ablations: $(STAMP)
+	$(SMK) --configfile params.yaml config/cpu-ablations.yaml
 
 ## the whole DAG on ~12 queries, 2 folds, one epoch, a few models (minutes)
 smoke: $(STAMP)

@@ -46,6 +46,19 @@ def test_slurm_profile_dry_run(in_root, tmp_path):
     assert "rule train" in out.stdout + out.stderr
 
 
+def test_a_study_trains_and_reports_apart_from_the_main_run(in_root):
+    """``study``: models, logs and results under the study's name; text stages and samples shared."""
+    env = {**os.environ, "PATH": f"{BIN}:{os.environ['PATH']}"}
+    out = subprocess.run([str(BIN / "snakemake"), "-n", "--forceall", "--cores", "1", "--configfile", *map(str, SMOKE),
+                          "--config", "study=abl"], capture_output=True, text=True, env=env, cwd=ROOT)
+    assert out.returncode == 0, out.stderr[-3000:]
+    log = out.stdout + out.stderr
+    assert "work/wordnet-div-smoke/abl/models/ListMLE/fold1/model.pt" in log
+    assert "results/wordnet-div-smoke-abl/README.md" in log
+    assert "work/wordnet-div-smoke/samples/fold1/samples.npz" in log
+    assert "work/wordnet-div-smoke/models/" not in log
+
+
 def _copy_project(dest: Path) -> None:
     files = subprocess.run(["git", "ls-files", "-co", "--exclude-standard"], capture_output=True, text=True,
                            cwd=ROOT, check=True).stdout.split()

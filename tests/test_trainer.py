@@ -98,6 +98,28 @@ def test_list_pairwise_batches_cover_every_pair_once_with_its_context():
     assert sorted(seen) == sorted(expected)
 
 
+def test_list_pairwise_context_fraction_visits_a_fresh_share_of_contexts_each_epoch():
+    bundle = random_bundle(queries=3, docs=6, seed=3)
+    from srdiv.sampling.samples import SampleSettings, make_samples
+
+    objective = ListPairwise(context_fraction=0.25)
+    objective.samples = make_samples(bundle, SampleSettings(permutations=3), 0)
+    prepared = objective.prepare(bundle, np.random.default_rng(0))
+    n_contexts = len(prepared.contexts)
+    rng = np.random.default_rng(1)
+
+    def epoch():
+        batches = list(objective.batches(prepared, len(bundle), 4, rng))
+        return {tuple(ctx) for b in batches for ctx in zip(b.rows, *map(tuple, b.contexts.T))}, sum(
+            len(b.rows) for b in batches)
+
+    (first, n1), (second, n2) = epoch(), epoch()
+    assert n1 == n2 == round(0.25 * n_contexts)
+    assert first != second
+    with pytest.raises(ValueError, match="context_fraction"):
+        ListPairwise(context_fraction=0.0)
+
+
 def test_list_pairwise_without_samples_is_an_error():
     with pytest.raises(ValueError, match="samples"):
         ListPairwise().prepare(random_bundle(), np.random.default_rng(0))

@@ -5,9 +5,16 @@ from srdiv.train.config import run_rows
 DATASET = config["dataset"]
 DS = config["datasets"][DATASET]
 WORK = f"work/{DATASET}"
-RESULTS = f"results/{DATASET}"
 LOGS = f"logs/{DATASET}"
 BENCH = f"benchmarks/{DATASET}"
+# A ``study`` (e.g. config/cpu-ablations.yaml) trains its rows apart from the dataset's main run:
+# it shares the text stages and samples but has its own models, model logs, benchmarks and results.
+STUDY = config.get("study")
+NAME = f"{DATASET}-{STUDY}" if STUDY else DATASET
+MODELS = f"{WORK}/{STUDY}/models" if STUDY else f"{WORK}/models"
+MODEL_LOGS = f"logs/{NAME}"
+MODEL_BENCH = f"benchmarks/{NAME}"
+RESULTS = f"results/{NAME}"
 COLLECTION = DS["collection"]
 PARAMS = " ".join(f"--params {p}" for p in config["params_files"])
 DOCS = f"--docs {DS['docs']}" if DS.get("docs") else ""
@@ -44,7 +51,7 @@ def trainable(model):
 
 
 def model_dir(model, fold):
-    return f"{WORK}/models/{model}/fold{fold}"
+    return f"{MODELS}/{model}/fold{fold}"
 
 
 def required_rows():

@@ -3,12 +3,12 @@
 
 rule evaluate:
     input:
-        run=f"{WORK}/models/{{model}}/fold{{fold}}/run.txt",
+        run=f"{MODELS}/{{model}}/fold{{fold}}/run.txt",
         collection=COLLECTION,
     output:
-        f"{WORK}/models/{{model}}/fold{{fold}}/metrics.parquet",
+        f"{MODELS}/{{model}}/fold{{fold}}/metrics.parquet",
     log:
-        f"{LOGS}/evaluate/{{model}}-fold{{fold}}.log",
+        f"{MODEL_LOGS}/evaluate/{{model}}-fold{{fold}}.log",
     shell:
         "srdiv evaluate --collection {input.collection} --run {input.run} --fold {wildcards.fold}"
         " --out {output} > {log} 2>&1"
@@ -16,12 +16,12 @@ rule evaluate:
 
 rule gather:
     input:
-        expand(f"{WORK}/models/{{model}}/fold{{fold}}/metrics.parquet", model=ROWS, fold=FOLDS),
+        expand(f"{MODELS}/{{model}}/fold{{fold}}/metrics.parquet", model=ROWS, fold=FOLDS),
     output:
         f"{RESULTS}/metrics.parquet",
     params:
         sections=["models"],
     log:
-        f"{LOGS}/gather.log",
+        f"{MODEL_LOGS}/gather.log",
     shell:
-        "srdiv gather --models {WORK}/models {PARAMS} --out {output} 2> {log}"
+        "srdiv gather --models {MODELS} {PARAMS} --out {output} 2> {log}"

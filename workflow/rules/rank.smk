@@ -3,12 +3,12 @@
 
 rule rank:
     input:
-        model=f"{WORK}/models/{{model}}/fold{{fold}}/model.pt",
+        model=f"{MODELS}/{{model}}/fold{{fold}}/model.pt",
         bundle=lambda wildcards: f"{WORK}/bundle/{representation(wildcards.model)}.npz",
         collection=COLLECTION,
     output:
-        run=f"{WORK}/models/{{model}}/fold{{fold}}/run.txt",
-        timings=f"{WORK}/models/{{model}}/fold{{fold}}/rank.json",
+        run=f"{MODELS}/{{model}}/fold{{fold}}/run.txt",
+        timings=f"{MODELS}/{{model}}/fold{{fold}}/rank.json",
     params:
         sections=["train"],
         out=lambda wildcards: model_dir(wildcards.model, wildcards.fold),
@@ -16,9 +16,9 @@ rule rank:
     resources:
         gpu=1,
     log:
-        f"{LOGS}/rank/{{model}}-fold{{fold}}.log",
+        f"{MODEL_LOGS}/rank/{{model}}-fold{{fold}}.log",
     benchmark:
-        f"{BENCH}/rank/{{model}}-fold{{fold}}.tsv"
+        f"{MODEL_BENCH}/rank/{{model}}-fold{{fold}}.tsv"
     shell:
         "srdiv rank --model-dir {input.model} --fold {wildcards.fold} --bundle {input.bundle}"
         " --collection {input.collection} --threads {threads} --out {params.out} 2> {log}"

@@ -4,7 +4,7 @@
 rule report:
     input:
         metrics=f"{RESULTS}/metrics.parquet",
-        runs=expand(f"{WORK}/models/{{model}}/fold{{fold}}/run.txt", model=ROWS, fold=FOLDS),
+        runs=expand(f"{MODELS}/{{model}}/fold{{fold}}/run.txt", model=ROWS, fold=FOLDS),
         collection=COLLECTION,
     output:
         readme=f"{RESULTS}/README.md",
@@ -12,7 +12,7 @@ rule report:
     params:
         sections=["report", "models"],
     log:
-        f"{LOGS}/report.log",
+        f"{MODEL_LOGS}/report.log",
     shell:
-        "srdiv report --metrics {input.metrics} {PARAMS} --out {RESULTS} --models-dir {WORK}/models"
-        " --benchmarks-dir {BENCH} --collection {input.collection} 2> {log}"
+        "srdiv report --metrics {input.metrics} {PARAMS} --out {RESULTS} --models-dir {MODELS}"
+        " --benchmarks-dir {MODEL_BENCH} --collection {input.collection} 2> {log}"

@@ -26,10 +26,10 @@ rule train:
     input:
         unpack(train_inputs),
     output:
-        model=f"{WORK}/models/{{model}}/fold{{fold}}/model.pt",
-        hparams=f"{WORK}/models/{{model}}/fold{{fold}}/hparams.json",
-        curve=f"{WORK}/models/{{model}}/fold{{fold}}/curve.parquet",
-        timings=f"{WORK}/models/{{model}}/fold{{fold}}/timings.json",
+        model=f"{MODELS}/{{model}}/fold{{fold}}/model.pt",
+        hparams=f"{MODELS}/{{model}}/fold{{fold}}/hparams.json",
+        curve=f"{MODELS}/{{model}}/fold{{fold}}/curve.parquet",
+        timings=f"{MODELS}/{{model}}/fold{{fold}}/timings.json",
     params:
         sections=train_sections,
         optional=optional_args,
@@ -38,9 +38,9 @@ rule train:
     resources:
         gpu=1,
     log:
-        f"{LOGS}/train/{{model}}-fold{{fold}}.log",
+        f"{MODEL_LOGS}/train/{{model}}-fold{{fold}}.log",
     benchmark:
-        f"{BENCH}/train/{{model}}-fold{{fold}}.tsv"
+        f"{MODEL_BENCH}/train/{{model}}-fold{{fold}}.tsv"
     shell:
         "srdiv train --model {wildcards.model} --fold {wildcards.fold} --bundle {input.bundle}"
         " --collection {input.collection} {params.optional} {PARAMS} --no-progress --threads {threads} --out {params.out} 2> {log}"

@@ -12,6 +12,11 @@ scores every candidate of each context in one ``context_scores`` call, and the
 loss gathers the pairs of those contexts. The batch loss is the sum above
 divided by the number of pairs in the batch (a constant rescaling of the
 learning rate per batch).
+
+``context_fraction`` (default 1: every context, as Algorithm 1) lets an
+epoch visit a random fraction of the contexts, drawn afresh each epoch: a
+compute budget for machines without a GPU (``config/cpu.yaml``), not part
+of the paper.
 """
 
 from __future__ import annotations
@@ -52,7 +57,17 @@ class Prepared(NamedTuple):
 
 @OBJECTIVES.register("list_pairwise")
 class ListPairwise(Objective):
-    """Weighted logistic loss over pairs of documents sharing a context. Needs the fold's samples."""
+    """Weighted logistic loss over pairs of documents sharing a context. Needs the fold's samples.
+
+    Args:
+        context_fraction: the share of the fold's contexts one epoch visits, in (0, 1].
+    """
+
+    def __init__(self, context_fraction: float = 1.0):
+        if not 0.0 < context_fraction <= 1.0:
+            raise ValueError(f"list_pairwise: context_fraction must be in (0, 1], got {context_fraction}")
+        super().__init__(context_fraction=context_fraction)
+        self.context_fraction = context_fraction
 
     def prepare(self, bundle: Bundle, rng: np.random.Generator) -> Prepared:
         if self.samples is None:
@@ -64,8 +79,9 @@ class ListPairwise(Objective):
 
     def batches(self, prepared: Prepared, n_queries: int, batch_size: int,
                 rng: np.random.Generator) -> Iterator[PairBatch]:
-        """Shuffled contexts, ``batch_size`` per mini-batch, each with all its pairs."""
+        """Shuffled contexts (``context_fraction`` of them), ``batch_size`` per mini-batch, each with all its pairs."""
         order = rng.permutation(len(prepared.contexts))
+        order = order[:max(1, round(self.context_fraction * len(order)))]
         for first in range(0, len(order), batch_size):
             ctx = order[first:first + batch_size]
             begin, count = prepared.start[ctx], np.diff(prepared.start)[ctx]
