@@ -57,6 +57,14 @@ def test_main_table_means_bold_and_markers():
     assert abl.markers.at["DSSA (dot)", "NRBP"] == "▼"
 
 
+def test_an_ablation_table_whose_rows_did_not_run_is_not_written():
+    metrics, _ = fake_metrics()
+    params = {**PARAMS, "report": {**PARAMS["report"], "ablations": {
+        **PARAMS["report"]["ablations"], "ntn": {"title": "NTN", "runs": ["R-LTR", "R-LTR-NTN"], "reference": "R-LTR"}}}}
+    tables = build_tables(metrics, params)
+    assert "ablation-dssa" in tables and "ablation-ntn" not in tables
+
+
 def test_pvalues_match_scipy_and_holm():
     metrics, runs = fake_metrics()
     wide = pd.DataFrame({"a": runs[("Initial", "")], "b": runs[("xQuAD", "")], "c": runs[("DSSA", "")]})

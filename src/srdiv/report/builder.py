@@ -95,8 +95,11 @@ def build_tables(metrics: pd.DataFrame, params: dict) -> dict[str, Table]:
                                  "Performance at cut-offs 5 and 10", cfg.reference, cfg.alpha, cfg.holm),
     }
     labels = {s.key: s.label for s in specs}
+    present = set(metrics["run"])
     for name, spec in cfg.ablations.items():
-        rows = [labels.get(k, k) for k in spec["runs"]]
+        rows = [labels.get(k, k) for k in spec["runs"] if labels.get(k, k) in present]
+        if not rows:  # a study that ran none of this table's rows
+            continue
         ref = labels.get(spec.get("reference"), spec.get("reference"))
         tables[f"ablation-{name}"] = results_table(metrics, rows, [""] * len(rows), cfg.main_measures,
                                                    spec.get("title", name), ref, cfg.alpha, cfg.holm)
