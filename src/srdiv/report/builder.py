@@ -97,7 +97,7 @@ def build_tables(metrics: pd.DataFrame, params: dict) -> dict[str, Table]:
     labels = {s.key: s.label for s in specs}
     present = set(metrics["run"])
     for name, spec in cfg.ablations.items():
-        rows = [labels.get(k, k) for k in spec["runs"] if labels.get(k, k) in present]
+        rows = [run for run in (labels.get(k, k) for k in spec["runs"]) if run in present]
         if not rows:  # a study that ran none of this table's rows
             continue
         ref = labels.get(spec.get("reference"), spec.get("reference"))

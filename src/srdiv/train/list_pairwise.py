@@ -15,7 +15,7 @@ learning rate per batch).
 
 ``context_fraction`` (default 1: every context, as Algorithm 1) lets an
 epoch visit a random fraction of the contexts, drawn afresh each epoch: a
-compute budget for machines without a GPU (``config/cpu.yaml``), not part
+compute budget for machines without a GPU (``config/cpu-ablations.yaml``), not part
 of the paper.
 """
 
