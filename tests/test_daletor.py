@@ -14,7 +14,7 @@ from srdiv.train.daletor_losses import (
 )
 from srdiv.train.config import model_spec
 from srdiv.train.job import build_model, lookup
-from srdiv.train.plackett_luce import context_prefix_scores
+from srdiv.models.base import context_prefix_scores
 from srdiv.train.trainer import make_optimizer
 
 SMALL = dict(hidden=[16, 8], head_size=8)

@@ -88,7 +88,7 @@ def test_first_position_uses_initial_weights(bundle):
     model = make(DSSA, {"lam": 1.0}, bundle)
     batch = bundle.to_torch()
     subs = model.subtopics(batch)
-    coef = model.attention(model.initial_state(batch)[0], subs, None)
+    coef = model.attention(model.encode(batch, torch.zeros(4, 0, dtype=torch.long)), subs, None)[:, 0]
     expect = torch.where(subs.layer == 1, subs.weight, 0.0)   # lam = 1: the query's layer weight is 0
     torch.testing.assert_close(coef, expect)
 

@@ -1,6 +1,7 @@
 """The (model, fold) harness: fold protocol, params rows, tuning, priors, outputs, resume, gather, CLI."""
 
 import json
+import sys
 
 import numpy as np
 import pandas as pd
@@ -9,7 +10,7 @@ import torch
 import yaml
 from typer.testing import CliRunner
 
-from srdiv.cli import app
+from srdiv.cli import app, main
 from srdiv.collection.schema import Collection, write_collection
 from srdiv.features.bundle import random_bundle
 from srdiv.io import InputError
@@ -22,6 +23,7 @@ from srdiv.train.config import model_spec
 from srdiv.train.folds import fold_split
 from srdiv.train.gather import gather_metrics
 from srdiv.train.job import OUTPUTS, Trained, rank_job, run_job
+from srdiv.train.ranking import resolve_device
 
 
 @MODELS.register("test-coverage")
@@ -279,3 +281,45 @@ def test_commands_end_to_end(tmp_path):
     assert result.exit_code == 0, result.output
     table = pd.read_parquet(tmp_path / "metrics.parquet")
     assert set(zip(table["model"], table["variant"])) == {("ListMLE", ""), ("ListMLE", "list-pairwise"), ("Prior", "")}
+
+
+# --- devices and threads --------------------------------------------------------------------------------
+
+def test_resolve_device_names_the_fix_when_cuda_is_missing(monkeypatch):
+    assert resolve_device("cpu") == torch.device("cpu")
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    assert resolve_device("auto") == torch.device("cpu")
+    for name in ("cuda", "cuda:0"):
+        with pytest.raises(InputError, match=r"params\.yaml: train\.device is 'cuda(:0)?' but no CUDA device is "
+                                             r"available .*set train\.device to auto .* or cpu"):
+            resolve_device(name)
+    with pytest.raises(InputError, match="train.device 'gpu' is not a torch device; set train.device to auto"):
+        resolve_device("gpu")
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
+    assert resolve_device("auto") == resolve_device("cuda") == torch.device("cuda")
+    assert resolve_device("cuda:0") == torch.device("cuda:0")
+    with pytest.raises(InputError, match=r"'cuda:1' but this machine has 1 CUDA device\(s\) \(cuda:0 to cuda:0\)"):
+        resolve_device("cuda:1")
+
+
+def test_train_command_sets_threads_and_reports_a_missing_gpu_in_one_line(tmp_path, monkeypatch, capsys):
+    bundle, coll = make_data(folds=2)
+    write_collection(coll, tmp_path / "coll")
+    bundle.save(tmp_path / "bundle.npz")
+    (tmp_path / "params.yaml").write_text(yaml.safe_dump({**PARAMS, "train": {**PARAMS["train"], "device": "cuda"}}))
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    threads = []
+    monkeypatch.setattr(torch, "set_num_threads", threads.append)  # the test process keeps its own threads
+    out = tmp_path / "models" / "ListMLE" / "fold2"
+    monkeypatch.setattr(sys, "argv", ["srdiv", "train", "--model", "ListMLE", "--fold", "2", "--bundle",
+                                      str(tmp_path / "bundle.npz"), "--collection", str(tmp_path / "coll"),
+                                      "--params", str(tmp_path / "params.yaml"), "--out", str(out),
+                                      "--no-progress", "--threads", "3"])
+    with pytest.raises(SystemExit) as exit_:
+        main()
+    lines = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+    assert exit_.value.code == 2 and len(lines) == 1, lines
+    assert "train.device is 'cuda' but no CUDA device is available" in lines[0]
+    assert "set train.device to auto" in lines[0]
+    assert threads == [3] and not out.exists()

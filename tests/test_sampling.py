@@ -79,14 +79,14 @@ def test_list_pairwise_hand_worked_query():
     weight = 0.5 / math.log2(3) / z
 
     only_ideal = list_pairwise_samples(labels, mask, 0, NDCG, np.random.default_rng(0))
-    assert only_ideal.contexts.tolist() == [[0]]
+    assert only_ideal.contexts().tolist() == [[0]]
     assert only_ideal.pairs.tolist() == [[1, 2]]
     assert only_ideal.label.tolist() == [0]
     assert only_ideal.weight == pytest.approx([weight])
 
     many = list_pairwise_samples(labels, mask, 10, NDCG, np.random.default_rng(1))
     expected = {(0,): ([1, 2], 0), (1,): ([0, 2], 0)}
-    contexts = [tuple(c[c >= 0]) for c in many.contexts]
+    contexts = [tuple(c[c >= 0]) for c in many.contexts()]
     assert len(set(contexts)) == len(contexts)  # Algorithm 1 collects a set
     assert contexts[0] == (0,) and set(contexts) <= set(expected)
     for c, pair, label, w in zip(many.pair_context, many.pairs, many.label, many.weight):
@@ -94,13 +94,14 @@ def test_list_pairwise_hand_worked_query():
         assert w == pytest.approx(weight)
 
 
-def test_list_pairwise_samples_agree_with_the_metric_and_are_complete():
+@pytest.mark.parametrize("draw", ["per_length", "prefixes"])
+def test_list_pairwise_samples_agree_with_the_metric_and_are_complete(draw):
     bundle = random_bundle(queries=3, docs=6, subtopics=3, seed=4)
-    lp = list_pairwise_samples(bundle.labels, bundle.doc_mask, 4, NDCG, np.random.default_rng(0))
+    lp = list_pairwise_samples(bundle.labels, bundle.doc_mask, 4, NDCG, np.random.default_rng(0), draw=draw)
     assert np.all(np.diff(lp.pair_context) >= 0)
     ideal = ideal_orders(bundle.labels, bundle.doc_mask)
-    for c, context in enumerate(lp.contexts):
-        q = lp.context_query[c]
+    for c, context in enumerate(lp.contexts()):
+        q = lp.context_query()[c]
         labels, real = bundle.labels[q], np.flatnonzero(bundle.doc_mask[q])
         ctx = [int(d) for d in context if d >= 0]
         assert len(ctx) <= len(real) - 2 and len(set(ctx)) == len(ctx) and set(ctx) <= set(real)
@@ -115,7 +116,7 @@ def test_list_pairwise_samples_agree_with_the_metric_and_are_complete():
     # every ideal prefix that yields a pair is a context of its query
     for q in range(len(bundle)):
         n = bundle.doc_mask[q].sum()
-        have = {tuple(c[c >= 0]) for c, cq in zip(lp.contexts, lp.context_query) if cq == q}
+        have = {tuple(c[c >= 0]) for c, cq in zip(lp.contexts(), lp.context_query()) if cq == q}
         for length in range(n - 1):
             prefix = [int(d) for d in ideal[q, :length]]
             rest = [d for d in np.flatnonzero(bundle.doc_mask[q]) if d not in prefix]
@@ -128,7 +129,37 @@ def test_list_pairwise_is_seeded():
     bundle = random_bundle(queries=2, docs=6, seed=2)
     a = list_pairwise_samples(bundle.labels, bundle.doc_mask, 3, NDCG, np.random.default_rng(5))
     b = list_pairwise_samples(bundle.labels, bundle.doc_mask, 3, NDCG, np.random.default_rng(5))
-    assert np.array_equal(a.contexts, b.contexts) and np.array_equal(a.pairs, b.pairs)
+    assert np.array_equal(a.contexts(), b.contexts()) and np.array_equal(a.pairs, b.pairs)
+
+
+def test_prefix_draw_takes_every_context_from_n_plus_one_rankings_per_query():
+    """``prefixes``: the contexts of a query are prefixes of its ideal ranking and N permutations drawn once;
+    each is kept once; ``per_length`` draws afresh for every length (more distinct rankings)."""
+    bundle = random_bundle(queries=4, docs=8, subtopics=3, seed=6)
+    n_perms = 3
+    lp = list_pairwise_samples(bundle.labels, bundle.doc_mask, n_perms, NDCG, np.random.default_rng(2),
+                               draw="prefixes")
+    ideal = ideal_orders(bundle.labels, bundle.doc_mask)
+    contexts, query = lp.contexts(), lp.context_query()
+    for q in range(len(bundle)):
+        n = bundle.doc_mask[q].sum()
+        sequences = lp.sequences[lp.sequence_query == q]
+        assert len(sequences) == n_perms + 1 and list(sequences[0][:n]) == list(ideal[q, :n])
+        for s in sequences:
+            assert sorted(s[s >= 0]) == list(np.flatnonzero(bundle.doc_mask[q]))
+        mine = [tuple(c[c >= 0]) for c in contexts[query == q]]
+        assert len(set(mine)) == len(mine)
+        assert all(any(tuple(s[:len(c)]) == c for s in sequences) for c in mine)
+    # each context is the prefix of the sequence it names, shorter than that sequence's last useful length
+    for c, s, length in zip(contexts, lp.context_sequence, lp.context_length):
+        seq = lp.sequences[s]
+        assert list(c[:length]) == list(seq[:length]) and (c[length:] == -1).all()
+        assert length <= (seq >= 0).sum() - 2
+    fresh = list_pairwise_samples(bundle.labels, bundle.doc_mask, n_perms, NDCG, np.random.default_rng(2))
+    assert np.array_equal(fresh.context_sequence, np.arange(len(fresh.sequences)))
+    assert len(fresh.sequences) > len(lp.sequences)
+    with pytest.raises(ValueError, match="draw"):
+        list_pairwise_samples(bundle.labels, bundle.doc_mask, 1, NDCG, np.random.default_rng(0), draw="fresh")
 
 
 # --- PAMM rankings ---------------------------------------------------------------------------------

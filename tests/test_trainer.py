@@ -40,8 +40,11 @@ class ContextPenalty(FreeScores):
 
 
 def _samples(bundle, contexts, context_query, pairs, pair_context, weight, label):
-    lp = ListPairwiseSamples(np.array(contexts, np.int16), np.array(context_query, np.int32),
-                             np.array(pairs, np.int16), np.array(pair_context, np.int32),
+    """Samples where every context is its own sequence (the ``per_length`` layout)."""
+    contexts = np.array(contexts, np.int16)
+    lp = ListPairwiseSamples(contexts, np.array(context_query, np.int32), np.arange(len(contexts), dtype=np.int32),
+                             (contexts >= 0).sum(1).astype(np.int16), np.array(pairs, np.int16),
+                             np.array(pair_context, np.int32),
                              np.array(weight, np.float32), np.array(label, np.int8))
     return Samples(np.asarray(bundle.qids), lp, {}, {"n_docs": bundle.doc_mask.shape[1]})
 
@@ -79,23 +82,28 @@ def test_list_pairwise_scores_candidates_after_their_context():
     assert loss.item() == pytest.approx((softplus(-1.0) + softplus(0.0)) / 2, rel=1e-6)
 
 
-def test_list_pairwise_batches_cover_every_pair_once_with_its_context():
+@pytest.mark.parametrize("draw", ["per_length", "prefixes"])
+def test_list_pairwise_batches_cover_every_pair_once_with_its_context(draw):
     bundle = random_bundle(queries=3, docs=5, seed=3)
     from srdiv.sampling.samples import SampleSettings, make_samples
 
     objective = ListPairwise()
-    objective.samples = make_samples(bundle, SampleSettings(permutations=2), 0)
+    objective.samples = make_samples(bundle, SampleSettings(permutations=2, draw=draw), 0)
     lp = objective.samples.list_pairwise
     prepared = objective.prepare(bundle, np.random.default_rng(0))
-    seen = []
+    assert prepared.whole == (draw == "per_length")
+    seen, sizes = [], []
     for batch in objective.batches(prepared, len(bundle), 7, np.random.default_rng(1)):
-        assert len(batch.rows) <= 7
+        sizes.append(len(batch.context_sequence))
         for local, pair in zip(batch.pair_context, batch.pairs):
-            ctx = batch.contexts[local]
-            seen.append((batch.rows[local], tuple(ctx[ctx >= 0]), tuple(pair)))
-    expected = [(lp.context_query[c], tuple(lp.contexts[c][lp.contexts[c] >= 0]), tuple(p))
+            s, length = batch.context_sequence[local], batch.context_length[local]
+            assert length < batch.sequences.shape[1] or batch.whole
+            seen.append((batch.rows[s], tuple(batch.sequences[s, :length]), tuple(pair)))
+    query_rows = objective.samples.query_rows(bundle)
+    expected = [(query_rows[lp.context_query()[c]], tuple(lp.contexts()[c][lp.contexts()[c] >= 0]), tuple(p))
                 for c, p in zip(lp.pair_context, lp.pairs)]
     assert sorted(seen) == sorted(expected)
+    assert np.median(sizes) <= 2 * 7
 
 
 def test_list_pairwise_context_fraction_visits_a_fresh_share_of_contexts_each_epoch():
@@ -105,12 +113,12 @@ def test_list_pairwise_context_fraction_visits_a_fresh_share_of_contexts_each_ep
     objective = ListPairwise(context_fraction=0.25)
     objective.samples = make_samples(bundle, SampleSettings(permutations=3), 0)
     prepared = objective.prepare(bundle, np.random.default_rng(0))
-    n_contexts = len(prepared.contexts)
+    n_contexts = len(prepared.sequences)    # per_length: every context is a sequence
     rng = np.random.default_rng(1)
 
     def epoch():
         batches = list(objective.batches(prepared, len(bundle), 4, rng))
-        visited = {(row, tuple(ctx[ctx >= 0])) for b in batches for row, ctx in zip(b.rows, b.contexts)}
+        visited = {(row, tuple(seq[seq >= 0])) for b in batches for row, seq in zip(b.rows, b.sequences)}
         return visited, sum(len(b.rows) for b in batches)
 
     (first, n1), (second, n2) = epoch(), epoch()

@@ -44,6 +44,17 @@ class DiversityModel(nn.Module):
         scores = self.list_scores(batch)
         return scores.gather(1, candidates.clamp(min=0))
 
+    def prefix_scores(self, batch: Batch, rankings: torch.Tensor) -> torch.Tensor:
+        """``[B, N, L, D]`` scores of every candidate right after ``rankings[b, n, :t]``, for ``rankings [B, N, L]``
+        (-1 padding at the end). Scores of a candidate already in the prefix, and at positions t
+        where the ranking is padding, are finite but unspecified.
+
+        Used by the Plackett-Luce objectives (every prefix of a ranking) and the list-pairwise
+        objective (contexts that are prefixes of shared sequences). The default is
+        :func:`context_prefix_scores`; models that encode a ranking once override it.
+        """
+        return context_prefix_scores(self, batch, rankings)
+
     def rank(self, batch: Batch) -> torch.Tensor:
         """Candidate indices ``[B, D]``, best first, padding (-1) last."""
         mask = batch["doc_mask"]
@@ -52,6 +63,21 @@ class DiversityModel(nn.Module):
             order = scores.argsort(dim=1, descending=True, stable=True)
             return torch.where(mask.gather(1, order), order, torch.full_like(order, -1))
         return greedy_rank(self, batch)
+
+
+def context_prefix_scores(model: DiversityModel, batch: Batch, rankings: torch.Tensor) -> torch.Tensor:
+    """:meth:`DiversityModel.prefix_scores` the generic way: the batch is repeated for the N
+    rankings of a list and ``context_scores`` runs once per position t, batched over lists,
+    rankings and candidates."""
+    n_lists, n_rankings, depth = rankings.shape
+    if n_rankings > 1:
+        rows = torch.arange(n_lists, device=rankings.device).repeat_interleave(n_rankings)
+        batch = {k: v.index_select(0, rows) for k, v in batch.items()}
+    flat = rankings.reshape(-1, depth)
+    n_docs = batch["doc_mask"].shape[1]
+    candidates = torch.arange(n_docs, device=flat.device).expand(flat.shape[0], -1)
+    steps = [model.context_scores(batch, flat[:, :t], candidates) for t in range(depth)]
+    return torch.stack(steps, 1).reshape(n_lists, n_rankings, depth, n_docs)
 
 
 @torch.no_grad()

@@ -59,7 +59,8 @@ from srdiv.features.bundle import BundleDims
 from srdiv.models.base import NEG_INF, Batch, DiversityModel
 from srdiv.registry import MODELS
 
-CELLS = {"vanilla": nn.RNNCell, "gru": nn.GRUCell, "lstm": nn.LSTMCell}
+CELLS = {"vanilla": nn.RNN, "gru": nn.GRU, "lstm": nn.LSTM}
+"""The recurrent cell of Eq. (5), run as one fused pass over a sequence (``batch_first``)."""
 
 
 @dataclass
@@ -114,7 +115,8 @@ class SubtopicAttentionRanker(DiversityModel):
             raise ValueError(f"rnn_input must be 'vec' or 'vec+rel', got {rnn_input!r}")
         self.max_pooling = max_pooling
         self.rnn_input = rnn_input
-        self.cell = CELLS[cell]((dims.emb + dims.feats) if rnn_input == "vec+rel" else dims.emb, hidden)
+        self.cell = CELLS[cell]((dims.emb + dims.feats) if rnn_input == "vec+rel" else dims.emb, hidden,
+                                batch_first=True)
         self.dropout = nn.Dropout(dropout)
         self.w_r = nn.Linear(dims.feats, 1, bias=False)
         self.w_p = nn.Linear(dims.feats, 1, bias=False) if max_pooling else None
@@ -141,54 +143,60 @@ class SubtopicAttentionRanker(DiversityModel):
         return subs.project(self.w_p)
 
     def attention(self, h: torch.Tensor, subs: Subtopics, pooled: torch.Tensor | None) -> torch.Tensor:
-        """beta_{layer(i)} a_{t,i} ``[B, T]`` from h_{t-1} ``[B, U]`` and the max-pooled signal ``[B, T]``."""
+        """beta_{layer(i)} a_{t,i} ``[B, J, T]`` from states h ``[B, J, U]`` and the max-pooled signal ``[B, J, T]``."""
         h = self.dropout(h)
-        if self.W_a is not None:
-            logits = subs.vec @ (h @ self.W_a)[..., None]                    # A' general, Eq. (6)
-        else:
-            logits = -(subs.vec @ h[..., None])                              # A' dot, Eq. (6)
-        logits = logits.squeeze(-1)
+        vec_t = subs.vec.transpose(1, 2)                                     # [B, E, T]
+        logits = (h @ self.W_a) @ vec_t if self.W_a is not None else -(h @ vec_t)   # A', Eq. (6)
         if pooled is not None:
             logits = logits + pooled                                         # Eq. (7)
-        logits = logits + subs.weight.clamp_min(1e-30).log()                 # w_i exp(.), Eq. (8)
+        logits = logits + subs.weight.clamp_min(1e-30).log()[:, None]        # w_i exp(.), Eq. (8)
         scope = torch.zeros_like(subs.layer) if self.joint_softmax else subs.layer
-        return _scoped_softmax(logits, subs.mask, scope) * self.layer_weights()[subs.layer]
+        return _scoped_softmax(logits, subs.mask[:, None], scope) * self.layer_weights()[subs.layer]
 
     def rnn_inputs(self, batch: Batch, docs: torch.Tensor) -> torch.Tensor:
         """What the RNN reads for ``docs`` ``[B, N]``: ``[B, N, E (+F)]``."""
         x = _rows(batch["doc_vec"], docs)
         return torch.cat([x, _rows(batch["rel_feat"], docs)], -1) if self.rnn_input == "vec+rel" else x
 
-    def initial_state(self, batch: Batch) -> tuple[torch.Tensor, ...]:
-        """h_0 = 0 (and c_0 = 0 for LSTM)."""
-        zeros = batch["doc_vec"].new_zeros(batch["doc_vec"].shape[0], self.cell.hidden_size)
-        return (zeros, zeros) if isinstance(self.cell, nn.LSTMCell) else (zeros,)
+    def encode(self, batch: Batch, sequences: torch.Tensor) -> torch.Tensor:
+        """h_l after the first l documents of each sequence ``[B, L]``, l = 0..L: ``[B, L+1, U]`` (Eq. 5, h_0 = 0).
 
-    def step(self, state: tuple[torch.Tensor, ...], x: torch.Tensor, valid: torch.Tensor) -> tuple[torch.Tensor, ...]:
-        """One RNN step on ``x`` ``[B, in]`` for rows where ``valid`` ``[B]``; other rows keep their state."""
-        new = self.cell(x, state if len(state) == 2 else state[0])
-        new = new if isinstance(new, tuple) else (new,)
-        return tuple(torch.where(valid[:, None], n, o) for n, o in zip(new, state))
+        One fused recurrent pass; states past a sequence's padding are meaningless."""
+        h_0 = batch["doc_vec"].new_zeros(sequences.shape[0], 1, self.cell.hidden_size)
+        if sequences.shape[1] == 0:
+            return h_0
+        out, _ = self.cell(self.rnn_inputs(batch, sequences))
+        return torch.cat([h_0, out], 1)
+
+    def pooled_coverage(self, subs: Subtopics, sequences: torch.Tensor) -> torch.Tensor | None:
+        """max_{j<=l} x_{d_j,i}^T w_p after the first l documents, l = 0..L: ``[B, L+1, T]`` (Eq. 7; 0 for l = 0)."""
+        if not self.max_pooling:
+            return None
+        signal = _cols(self.coverage(subs), sequences).cummax(2).values      # [B, T, L]
+        return torch.cat([signal.new_zeros(*signal.shape[:2], 1), signal], 2).transpose(1, 2)
+
+    def prefix_scores(self, batch: Batch, rankings: torch.Tensor) -> torch.Tensor:
+        """s_{d,t} ``[B, N, L, D]`` of every candidate after each prefix ``rankings[b, n, :t]`` of
+        ``rankings [B, N, L]`` (-1 padding at the end): one fused recurrent pass per ranking, and
+        the attention of all its prefixes at once."""
+        n_lists, n_rankings, depth = rankings.shape
+        if n_rankings > 1:
+            rows = torch.arange(n_lists, device=rankings.device).repeat_interleave(n_rankings)
+            batch = {k: v.index_select(0, rows) for k, v in batch.items()}
+        flat = rankings.reshape(-1, depth)[:, :max(depth - 1, 0)]             # the last document starts no prefix
+        subs = self.subtopics(batch)
+        coef = self.attention(self.encode(batch, flat), subs, self.pooled_coverage(subs, flat))  # [BN, L, T]
+        scores = coef @ self.relevance(batch, subs)                           # [BN, L, D], Eq. (9)
+        return scores.reshape(n_lists, n_rankings, depth, -1)
 
     def context_scores(self, batch: Batch, context: torch.Tensor, candidates: torch.Tensor) -> torch.Tensor:
-        """s_{d,t} of ``candidates`` ``[B, M]`` after ``context`` ``[B, L]`` -> ``[B, M]``.
+        """s_{d,t} of ``candidates`` ``[B, M]`` after ``context`` ``[B, L]`` (right-padded with -1) -> ``[B, M]``.
 
-        The context is encoded once per row (padding -1 anywhere is skipped);
-        all M candidates share it. Padded candidates get a finite, meaningless score.
-        """
-        subs = self.subtopics(batch)
-        valid = context >= 0
-        state = self.initial_state(batch)
-        if context.shape[1]:
-            x = self.rnn_inputs(batch, context)
-            for j in range(context.shape[1]):
-                state = self.step(state, x[:, j], valid[:, j])
-        pooled = None
-        if self.max_pooling and context.shape[1]:
-            signal = _cols(self.coverage(subs), context).masked_fill(~valid[:, None], NEG_INF).amax(2)
-            pooled = torch.where(torch.isinf(signal), 0.0, signal)           # no selected doc: 0
-        coef = self.attention(state[0], subs, pooled)                         # [B, T]
-        return _mix(coef, _cols(self.relevance(batch, subs), candidates))
+        Padded candidates get a finite, meaningless score."""
+        ranking = torch.cat([context, context.new_full((len(context), 1), -1)], 1)[:, None]   # [B, 1, L + 1]
+        scores = self.prefix_scores(batch, ranking)[:, 0]                     # [B, L + 1, D]
+        after = scores[torch.arange(len(context), device=context.device), (context >= 0).sum(1)]
+        return after.gather(1, candidates.clamp(min=0))
 
     @torch.no_grad()
     def rank(self, batch: Batch) -> torch.Tensor:
@@ -202,19 +210,19 @@ class SubtopicAttentionRanker(DiversityModel):
         rel = self.relevance(batch, subs)                                     # [B, T, D]
         signal = self.coverage(subs) if self.max_pooling else None            # [B, T, D]
         inputs = self.rnn_inputs(batch, docs)                                 # [B, D, in]
-        state = self.initial_state(batch)
-        pooled = None
+        h = inputs.new_zeros(n_queries, 1, self.cell.hidden_size)             # h_0 [B, 1, U]
+        state, pooled = None, None
         order = torch.full((n_queries, n_docs), -1, dtype=torch.long, device=mask.device)
         remaining = mask.clone()
         for t in range(int(mask.sum(1).max())):
-            scores = _mix(self.attention(state[0], subs, pooled), rel)
+            scores = _mix(self.attention(h, subs, pooled)[:, 0], rel)
             best = scores.masked_fill(~remaining, NEG_INF).argmax(1)
             active = remaining.any(1)
             order[:, t] = torch.where(active, best, order[:, t])
             remaining[rows[active], best[active]] = False
-            state = self.step(state, inputs[rows, best], torch.ones_like(active))
+            h, state = self.cell(inputs[rows, best][:, None], state)
             if signal is not None:
-                chosen = signal[rows, :, best]                                # [B, T]
+                chosen = signal[rows, :, best][:, None]                       # [B, 1, T]
                 pooled = chosen if pooled is None else torch.maximum(pooled, chosen)
         return order
 
@@ -326,12 +334,12 @@ def _stack(layers: list[list[Subtopics]]) -> Subtopics:
 
 
 def _scoped_softmax(logits: torch.Tensor, mask: torch.Tensor, scope: torch.Tensor) -> torch.Tensor:
-    """Softmax of ``logits`` ``[B, T]`` within each scope ``[T]`` over ``mask``-ed entries;
+    """Softmax of ``logits`` ``[..., T]`` within each scope ``[T]`` over ``mask``-ed entries;
     masked entries and empty scopes get 0."""
     groups = F.one_hot(scope).bool()                                          # [T, G]
     x = logits.masked_fill(~mask, NEG_INF)
-    top = x[..., None].masked_fill(~groups, NEG_INF).amax(1)                  # [B, G]
+    top = x[..., None].masked_fill(~groups, NEG_INF).amax(-2)                 # [..., G]
     top = torch.where(torch.isinf(top), 0.0, top).detach()
-    e = torch.exp(x - top[:, scope])
-    total = (e[..., None] * groups).sum(1)                                    # [B, G]
-    return e / total[:, scope].clamp_min(1e-30)
+    e = torch.exp(x - top[..., scope])
+    total = (e[..., None] * groups).sum(-2)                                   # [..., G]
+    return e / total[..., scope].clamp_min(1e-30)

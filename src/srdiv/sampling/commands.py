@@ -31,7 +31,8 @@ def samples(
     made = make_samples(train, SampleSettings.from_params(loaded), [loaded.get("seed", 0), fold])
     made.save(out / SAMPLES_FILE)
     lp = made.list_pairwise
-    typer.echo(f"samples fold {fold}: {len(train)} queries, {len(lp.contexts)} contexts, {len(lp.pairs)} pairs "
+    typer.echo(f"samples fold {fold}: {len(train)} queries, {len(lp.context_sequence)} contexts "
+               f"({len(lp.sequences)} sequences), {len(lp.pairs)} pairs "
                f"in {time.perf_counter() - start:.1f} s", err=True)
 
 

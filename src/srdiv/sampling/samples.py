@@ -6,9 +6,11 @@ training queries, ``D = train_docs`` candidates, indices into the bundle's D axi
 ==================  ============  ==================================================
 key                 shape         meaning
 ==================  ============  ==================================================
-qids                [Q] str       training queries; ``context_query`` indexes them
-contexts            [C, L] int16  shared prefix of a pair of rankings, -1 padding
-context_query       [C] int32     query of each context
+qids                [Q] str       training queries; ``sequence_query`` indexes them
+sequences           [S, L] int16  rankings whose prefixes are the contexts, -1 padding
+sequence_query      [S] int32     query of each sequence
+context_sequence    [C] int32     context c = sequences[context_sequence[c], :context_length[c]]
+context_length      [C] int16     (the shared prefix of a pair of rankings)
 pairs               [P, 2] int16  (d1, d2): the last documents of r1 = [C, d1], r2 = [C, d2]
 pair_context        [P] int32     context of each pair (sorted, so contiguous)
 weight              [P] float32   ``|M(r1) - M(r2)|``
@@ -44,6 +46,7 @@ class SampleSettings:
     """The ``samples`` section of ``params.yaml``."""
 
     permutations: int = 10
+    draw: str = "per_length"
     metric: str = "alpha_nDCG@20"
     alpha: float = 0.5
     pamm_positive: int = 5
@@ -94,7 +97,7 @@ def make_samples(bundle: Bundle, settings: SampleSettings, seed: int | list[int]
     rng = np.random.default_rng(seed)
     labels, mask = bundle.labels, bundle.doc_mask
     lp = list_pairwise_samples(labels, mask, settings.permutations, ranking_metric(settings.metric, settings.alpha),
-                               rng, settings.alpha)
+                               rng, settings.alpha, settings.draw)
     pamm = pamm_rankings(labels, mask, settings.pamm_positive, settings.pamm_negative,
                          ranking_metric(settings.pamm_metric, settings.alpha), rng, settings.alpha)
     meta = {**asdict(settings), "n_docs": int(mask.shape[1]), "seed": seed}

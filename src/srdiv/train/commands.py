@@ -43,6 +43,7 @@ def train(
     from srdiv.train.config import model_spec
     from srdiv.train.job import Trained, run_job
 
+    set_threads(threads)
     loaded = load_params(params)
     try:
         spec = model_spec(loaded, model)

@@ -12,9 +12,9 @@ Eq. 5 exactly and a shorter one (-1 padding at the end) the probability of its
 top positions.
 
 The scores of every candidate after every prefix of a ranking come from
-:func:`prefix_scores`: a model may provide an equivalent, faster
-``prefix_scores(batch, rankings)`` method (R-LTR and NTN do, with cumulative
-aggregates); otherwise ``context_scores`` is called once per position.
+:meth:`~srdiv.models.base.DiversityModel.prefix_scores` (by default
+``context_scores`` once per position; R-LTR, NTN, DSSA and DESA encode a
+ranking once).
 """
 
 from __future__ import annotations
@@ -22,39 +22,13 @@ from __future__ import annotations
 import torch
 
 from srdiv.models.base import NEG_INF, Batch, DiversityModel
-from srdiv.train.objective import take
-
-
-def context_prefix_scores(model: DiversityModel, batch: Batch, rankings: torch.Tensor) -> torch.Tensor:
-    """``[B, N, L, D]`` scores of every candidate right after ``rankings[b, n, :t]``, for ``rankings [B, N, L]``.
-
-    The generic way: the batch is repeated for the N rankings of a list and
-    ``context_scores`` runs once per position t, batched over lists,
-    rankings and candidates.
-    """
-    n_lists, n_rankings, depth = rankings.shape
-    if n_rankings > 1:
-        batch = take(batch, torch.arange(n_lists, device=rankings.device).repeat_interleave(n_rankings))
-    flat = rankings.reshape(-1, depth)
-    n_docs = batch["doc_mask"].shape[1]
-    candidates = torch.arange(n_docs, device=flat.device).expand(flat.shape[0], -1)
-    steps = [model.context_scores(batch, flat[:, :t], candidates) for t in range(depth)]
-    return torch.stack(steps, 1).reshape(n_lists, n_rankings, depth, n_docs)
-
-
-def prefix_scores(model: DiversityModel, batch: Batch, rankings: torch.Tensor) -> torch.Tensor:
-    """:func:`context_prefix_scores`, or the model's own faster ``prefix_scores`` when it has one."""
-    own = getattr(model, "prefix_scores", None)
-    if own is not None:
-        return own(batch, rankings)
-    return context_prefix_scores(model, batch, rankings)
 
 
 def ranking_log_prob(model: DiversityModel, batch: Batch, rankings: torch.Tensor) -> torch.Tensor:
     """``log P(Y | X)`` of ``rankings`` ``[B, L]`` or ``[B, N, L]`` (indices into D, -1 padding) -> ``[B]`` / ``[B, N]``."""
     n_lists, depth = rankings.shape[0], rankings.shape[-1]
     flat = rankings.reshape(n_lists, -1, depth)
-    scores = prefix_scores(model, batch, flat)  # [B, N, L, D]
+    scores = model.prefix_scores(batch, flat)  # [B, N, L, D]
     placed = flat >= 0
     picked = torch.nn.functional.one_hot(flat.clamp(min=0), scores.shape[-1]) * placed[..., None]
     before = (picked.cumsum(2) - picked) > 0  # placed above position t

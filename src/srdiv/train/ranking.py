@@ -15,15 +15,33 @@ import pandas as pd
 import torch
 
 from srdiv.features.bundle import Bundle
+from srdiv.io import InputError
 from srdiv.metrics.evaluate import DiversityEvaluator
 from srdiv.models.base import DiversityModel
 
 
 def resolve_device(name: str = "auto") -> torch.device:
-    """``auto`` picks CUDA when present, else the CPU; any other name is passed to torch."""
+    """``auto`` picks CUDA when present, else the CPU; any other name is passed to torch.
+
+    A name torch does not know, or a CUDA device this machine does not have,
+    is an :class:`~srdiv.io.InputError` on ``train.device`` (before any training).
+    """
     if name == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    return torch.device(name)
+    fix = "set train.device to auto (CUDA when present, else the CPU) or cpu"
+    try:
+        device = torch.device(name)
+    except (RuntimeError, TypeError):
+        raise InputError("params.yaml", f"train.device '{name}' is not a torch device; {fix}") from None
+    if device.type == "cuda":
+        if not torch.cuda.is_available():
+            raise InputError("params.yaml", f"train.device is '{name}' but no CUDA device is available "
+                                            f"(torch.cuda.is_available() is False); {fix}")
+        count = torch.cuda.device_count()
+        if device.index is not None and device.index >= count:
+            raise InputError("params.yaml", f"train.device is '{name}' but this machine has {count} CUDA "
+                                            f"device(s) (cuda:0 to cuda:{count - 1}); {fix}")
+    return device
 
 
 @torch.no_grad()
