@@ -72,11 +72,22 @@ class AttentionBlock(nn.Module):
         Every row of ``allowed`` must hold at least one True (else softmax is NaN).
         """
         b, t, d = x.shape
-        split = lambda z: z.view(b, z.shape[1], self.heads, d // self.heads).transpose(1, 2)  # noqa: E731
-        q = split(self.query(x))
-        k, v = (split(z) for z in self.key_value(memory).chunk(2, dim=-1))
+        q = self.split(self.query(x)).transpose(1, 2)
+        k, v = (z.transpose(1, 2) for z in self.keys(memory))
         heads = F.scaled_dot_product_attention(q, k, v, attn_mask=allowed[:, None])  # Eq. 4, [B, H, T, d/H]
-        x = self.norm_attn(x + self.drop(self.out(heads.transpose(1, 2).reshape(b, t, d))))
+        return self.sublayers(x, heads.transpose(1, 2).reshape(b, t, d))
+
+    def split(self, z: torch.Tensor) -> torch.Tensor:
+        """``[..., d]`` -> ``[..., H, d/H]``."""
+        return z.view(*z.shape[:-1], self.heads, z.shape[-1] // self.heads)
+
+    def keys(self, memory: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Keys and values ``[..., S, H, d/H]`` of ``memory [..., S, d]``."""
+        return tuple(self.split(z) for z in self.key_value(memory).chunk(2, dim=-1))
+
+    def sublayers(self, x: torch.Tensor, attended: torch.Tensor) -> torch.Tensor:
+        """Output projection, residual and LayerNorm, then the FFN sublayer (Eqs. 8-9), row by row."""
+        x = self.norm_attn(x + self.drop(self.out(attended)))
         return self.norm_ffn(x + self.drop(self.ffn(x)))
 
 
@@ -165,30 +176,80 @@ class DESA(DiversityModel):
         scores = self._scores(batch, allowed | _eye(n_docs, device), candidates.clamp(min=0))
         return scores.masked_fill(candidates < 0, 0.0)
 
-    def _scores(self, batch: Batch, allowed: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
-        """Eqs. 2-3 for the candidates ``targets [B, M]``, encoding docs with mask ``allowed [B, D, D]``."""
+    def prefix_scores(self, batch: Batch, rankings: torch.Tensor) -> torch.Tensor:
+        """Scores ``[B, N, L, D]`` of every candidate after each prefix ``rankings[b, n, :t]`` (Section 3.5.2).
+
+        The same numbers as :meth:`context_scores` for each prefix, with the work a ranking's
+        prefixes share done once: a ranking's documents are encoded once under the causal
+        mask (document t sees the ranking up to itself, whatever comes after), the suggestions
+        once per list, and only the candidates outside each prefix are encoded, each attending
+        to the prefix's encodings and to itself. Documents inside a prefix score 0.
+        """
+        n_lists, n_rankings, depth = rankings.shape
+        mask = batch["doc_mask"]
+        n_docs = mask.shape[1]
+        flat = rankings.reshape(-1, depth)                                    # [R, L]
+        lists = torch.arange(n_lists, device=flat.device).repeat_interleave(n_rankings)
+        valid = flat >= 0
+        picked = F.one_hot(flat.clamp(min=0), n_docs).bool() & valid[..., None]
+        before = (picked.cumsum(1) - picked.long()) > 0                       # [R, L, D]: in the prefix of t
+        rows_r, rows_t, rows_d = torch.nonzero(mask[lists][:, None, :] & ~before & valid[..., None], as_tuple=True)
+        slot = rows_t * n_docs + rows_d                                       # place of a row in its ranking
+        h = self._embed(batch)                                                # [B, D, d]
+        seq = h[lists[:, None], flat.clamp(min=0)]                            # [R, L, d]
+        y = h[lists[rows_r], rows_d]                                          # [rows, d]
+        steps = torch.arange(depth, device=flat.device)
+        causal = (steps[None, :] <= steps[:, None])[None] & (valid[:, None, :] | _eye(depth, flat.device))
+        prefix = (steps[None, :] < steps[:, None])[rows_t]                    # [rows, L]: keys of the prefix
+        for block in self.encoder:
+            k, v = block.keys(seq)                                            # [R, L, H, d/H]
+            k_self, v_self = block.keys(y)                                    # [rows, H, d/H]
+            attended = _grouped_attention(block.split(block.query(y)), k, v, rows_r, slot, depth * n_docs, prefix,
+                                          (k_self, v_self))
+            y = block.sublayers(y, attended)
+            seq = block(seq, seq, causal)
+        dec = self._decode_rows(batch, y, lists, rows_r, slot, depth * n_docs) if self.decoder else None
+        scores = self._final(batch, lists[rows_r], rows_d, y, dec)
+        out = scores.new_zeros(n_lists * n_rankings, depth, n_docs)
+        out[rows_r, rows_t, rows_d] = scores
+        return out.reshape(n_lists, n_rankings, depth, n_docs)
+
+    def _embed(self, batch: Batch) -> torch.Tensor:
+        """``e_t = W_in [d_t; p_rank(t)]`` of every candidate slot: ``[B, D, d]`` (Section 3.3.1)."""
         doc_vec = batch["doc_vec"]
         b, n_docs, _ = doc_vec.shape
-        parts = [_take(batch["rel_feat"], targets)]  # x_{d,q}
         if self.position is not None:
             ranks = torch.arange(n_docs, device=doc_vec.device).clamp(max=self.position.num_embeddings - 1)
-            pos = self.position(ranks).expand(b, -1, -1)
-            doc_vec = torch.cat([doc_vec, pos], dim=-1)
-        h = self.project(doc_vec)
+            doc_vec = torch.cat([doc_vec, self.position(ranks).expand(b, -1, -1)], dim=-1)
+        return self.project(doc_vec)
+
+    def _scores(self, batch: Batch, allowed: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+        """Eqs. 2-3 for the candidates ``targets [B, M]``, encoding docs with mask ``allowed [B, D, D]``."""
+        b, m = targets.shape
+        h = self._embed(batch)
         for block in self.encoder:
             h = block(h, h, allowed)
-        h_enc = _take(h, targets)  # [B, M, d]
-        parts.append(h_enc)
-        if self.decoder:
-            parts.append(self._decode(batch, h_enc))
+        lists = torch.arange(b, device=targets.device)
+        rows = lists.repeat_interleave(m)
+        h_enc = _take(h, targets).reshape(b * m, -1)                          # [B M, d]
+        slot = torch.arange(m, device=targets.device).repeat(b)
+        dec = self._decode_rows(batch, h_enc, lists, rows, slot, m) if self.decoder else None
+        return self._final(batch, rows, targets.reshape(-1), h_enc, dec).reshape(b, m)
+
+    def _final(self, batch: Batch, lists: torch.Tensor, docs: torch.Tensor, h_enc: torch.Tensor,
+               h_dec: torch.Tensor | None) -> torch.Tensor:
+        """``s = w_v^T [x_{d,q}; h_enc; h_dec; s_{d,q_1..q_K}]`` (Eqs. 2-3) of rows (list, doc): ``[rows]``."""
+        parts = [batch["rel_feat"][lists, docs], h_enc] + ([h_dec] if h_dec is not None else [])
         if self.sub_rel is not None:
-            sub_mask = batch["sub_mask"]
-            s_sub = self.sub_rel(batch["sub_feat"]).squeeze(-1) * sub_mask[:, :, None]  # [B, K, D]
-            parts.append(_take(s_sub.transpose(1, 2), targets))  # [B, M, K]
+            s_sub = self.sub_rel(batch["sub_feat"]).squeeze(-1) * batch["sub_mask"][:, :, None]  # [B, K, D]
+            parts.append(s_sub[lists, :, docs])                               # [rows, K]
         return self.score(torch.cat(parts, dim=-1)).squeeze(-1)
 
-    def _decode(self, batch: Batch, h_docs: torch.Tensor) -> torch.Tensor:
-        """``H_dec`` ``[B, M, d]``: documents attend to the (encoded or projected) suggestions (Eqs. 10-11)."""
+    def _decode_rows(self, batch: Batch, y: torch.Tensor, group_list: torch.Tensor, group: torch.Tensor,
+                     slot: torch.Tensor, n_slots: int) -> torch.Tensor:
+        """``H_dec`` of document rows ``y [rows, d]``: they attend to the (encoded or projected)
+        suggestions of their list (Eqs. 10-11). Row i sits at ``slot[i]`` of group ``group[i]``
+        (a list or a ranking), whose list is ``group_list[group]``."""
         sub_vec, sub_mask = batch["sub_vec"], batch["sub_mask"]
         if self.position is not None:
             sub_vec = torch.cat([sub_vec, sub_vec.new_zeros(*sub_vec.shape[:2], self.pos_dim)], dim=-1)
@@ -199,10 +260,39 @@ class DESA(DiversityModel):
                 h_sub = block(h_sub, h_sub, allowed)
         # A list without suggestions attends to its padding (avoiding NaN) and gets h_dec = 0.
         has_subs = sub_mask.any(dim=1)
-        keys = (sub_mask | ~has_subs[:, None])[:, None, :].expand(-1, h_docs.shape[1], -1)
+        lists = group_list[group]
+        keys_ok = (sub_mask | ~has_subs[:, None])[lists]                       # [rows, K]
         for block in self.decoder:
-            h_docs = block(h_docs, h_sub, keys)
-        return h_docs * has_subs[:, None, None]
+            k, v = block.keys(h_sub[group_list])                              # [G, K, H, d/H]
+            y = block.sublayers(y, _grouped_attention(block.split(block.query(y)), k, v, group, slot, n_slots,
+                                                      keys_ok))
+        return y * has_subs[lists, None]
+
+
+def _grouped_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, group: torch.Tensor, slot: torch.Tensor,
+                       n_slots: int, allowed: torch.Tensor, self_kv: tuple[torch.Tensor, torch.Tensor] | None = None
+                       ) -> torch.Tensor:
+    """Scaled dot-product attention (Eq. 4) of query rows ``q [rows, H, e]`` over the keys and values
+    ``k, v [G, S, H, e]`` of their group, where ``allowed [rows, S]``; with ``self_kv`` (``[rows, H, e]``
+    each) a row also attends to its own key and value. Returns ``[rows, H e]``.
+
+    Row i sits at ``slot[i]`` (< ``n_slots``) of group ``group[i]``, so the products run as dense
+    batched matrix products, one per group."""
+    n_groups, n_keys, heads, width = k.shape
+    scale = width ** -0.5
+    padded = q.new_zeros(n_groups, n_slots, heads, width)
+    padded[group, slot] = q
+    logits = torch.einsum("gnhe,gshe->gnhs", padded, k)[group, slot] * scale    # [rows, H, S]
+    logits = logits.masked_fill(~allowed[:, None, :], float("-inf"))
+    if self_kv is not None:
+        logits = torch.cat([logits, (q * self_kv[0]).sum(-1, keepdim=True) * scale], -1)
+    weights = logits.softmax(-1)
+    spread = weights.new_zeros(n_groups, n_slots, heads, n_keys)
+    spread[group, slot] = weights[..., :n_keys]
+    out = torch.einsum("gnhs,gshe->gnhe", spread, v)[group, slot]              # [rows, H, e]
+    if self_kv is not None:
+        out = out + weights[..., n_keys:] * self_kv[1]
+    return out.reshape(len(q), heads * width)
 
 
 def _eye(n: int, device) -> torch.Tensor:

@@ -325,11 +325,12 @@ def _stack(layers: list[list[Subtopics]]) -> Subtopics:
     """Concatenate subtopic groups along T; the groups of ``layers[l]`` form layer ``l``."""
     parts = [p for groups in layers for p in groups]
     sizes = [sum(p.mask.shape[1] for p in groups) for groups in layers]
-    layer = torch.repeat_interleave(torch.arange(len(layers)), torch.tensor(sizes))
+    device = parts[0].mask.device
+    layer = torch.tensor([i for i, n in enumerate(sizes) for _ in range(n)], dtype=torch.long, device=device)
     return Subtopics(
         vec=torch.cat([p.vec for p in parts], 1), mask=torch.cat([p.mask for p in parts], 1),
         weight=torch.cat([p.weight for p in parts], 1).float(), feats=[f for p in parts for f in p.feats],
-        layer=layer.to(parts[0].mask.device),
+        layer=layer,
     )
 
 

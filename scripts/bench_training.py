@@ -1,0 +1,232 @@
+"""Training-speed benchmark: one fold of a dataset, the current srdiv beside another checkout of it.
+
+Prints, per model row and implementation, the seconds a training epoch takes, the contexts
+(list-pairwise rows) or queries (other objectives) trained per second, the loss of the first
+mini-batch, and, for the rows named with ``--flops``, the achieved FLOP rate of a training
+step as a share of the rate this machine reaches on plain matrix products of the same shapes.
+
+    python scripts/bench_training.py --baseline ../srdiv-before/src [--rows DSSA DESA ...] [--fold 1]
+
+Every implementation runs in a subprocess of its own (``PYTHONPATH`` = its ``src``) on the
+same bundle, one torch thread, one after the other in the same run. Samples are made by
+each implementation's own ``srdiv samples`` code with the same seed, so the ``per_length``
+draws agree and the first-batch losses can be compared; the current implementation is also
+run on the ``prefixes`` draw. List-pairwise rows are timed on ``--batches`` mini-batches
+(after two warm-up batches; the epoch time is contexts per epoch / contexts per second);
+other rows on ``--epochs`` whole epochs. Timings are medians over the timed batches or
+epochs. The numbers hold for the machine and the fold they were measured on.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROWS = ["DSSA", "HDSSA", "DESA", "DALETOR", "DALETOR-GSF-LC", "PAMM-NTN", "MDP-DIV"]
+FLOP_ROWS = ["DSSA", "DESA"]
+
+
+def worker(args: argparse.Namespace) -> dict:
+    """Runs inside the subprocess, with the implementation under test on ``sys.path``."""
+    import numpy as np
+    import torch
+
+    from srdiv.collection.schema import load_collection
+    from srdiv.features.bundle import Bundle
+    from srdiv.params import load_params
+    from srdiv.registry import OBJECTIVES
+    from srdiv.sampling.samples import SampleSettings, make_samples
+    from srdiv.train.config import model_spec
+    from srdiv.train.folds import fold_split, select_queries
+    from srdiv.train.job import FoldData, build_model, lookup
+    from srdiv.train.trainer import make_optimizer
+
+    torch.set_num_threads(1)
+    params = load_params([Path(p) for p in args.params])
+    dataset = params["datasets"][params["dataset"]]
+    spec = model_spec(params, args.row)
+    spec = spec.at({k: v[0] for k, v in spec.tune.items()}) if spec.tune else spec   # the first grid point
+    representation = params["models"][args.row].get("representation", dataset.get("representation", "doc2vec"))
+    collection = load_collection(dataset["collection"])
+    bundle = Bundle.load(f"work/{params['dataset']}/bundle/{representation}.npz")
+    split = fold_split(collection.folds, args.fold)
+    data = FoldData.make(bundle, split, spec.train)
+    sample_params = dict(params.get("samples") or {})
+    if args.draw != "default":
+        sample_params["draw"] = args.draw
+    seed = params.get("seed", 0)
+    train = select_queries(bundle, split.train).truncate(spec.train.train_docs)
+    samples = make_samples(train, SampleSettings(**sample_params), [seed, args.fold])
+
+    torch.manual_seed(seed)
+    model = build_model(spec, data.valid.dims, None)
+    objective = lookup(OBJECTIVES, spec.objective)(**spec.objective_params)
+    objective.samples = samples
+    prepared = objective.prepare(data.train, np.random.default_rng([seed, 1]))
+    optimizer = make_optimizer([p for p in model.parameters() if p.requires_grad], spec.optim)
+    tensors = data.train.to_torch(torch.device("cpu"))
+    model.train()
+
+    def size(minibatch) -> int:
+        """Contexts (list-pairwise) or queries in a mini-batch."""
+        for name in ("context_sequence", "contexts"):
+            if hasattr(minibatch, name):
+                return len(getattr(minibatch, name))
+        return len(minibatch)
+
+    def step(minibatch) -> float:
+        loss = objective.loss(model, tensors, minibatch)
+        model.zero_grad(set_to_none=True)
+        loss.backward()
+        optimizer.step()
+        return loss.item()
+
+    rng = np.random.default_rng([seed, 2])
+    list_pairwise = spec.objective == "list_pairwise"
+    result = {"row": args.row, "draw": args.draw, "unit": "contexts" if list_pairwise else "queries",
+              "srdiv": str(Path(sys.modules["srdiv"].__file__).parent)}
+    if list_pairwise:
+        batches = objective.batches(prepared, len(data.train), spec.train.batch_size, rng)
+        first = next(batches)
+        result["first_loss"] = step(first)
+        step(next(batches))
+        rates, per_epoch = [], 0
+        for _ in range(args.batches):
+            minibatch = next(batches)
+            start = time.perf_counter()
+            step(minibatch)
+            rates.append(size(minibatch) / (time.perf_counter() - start))
+        lp = samples.list_pairwise
+        per_epoch = len(lp.context_sequence) if hasattr(lp, "context_sequence") else len(lp.contexts)
+        result["per_second"] = float(np.median(rates))
+        result["epoch_seconds"] = per_epoch / result["per_second"]
+        if args.measure_flops:
+            result.update(_flop_share(lambda: step(minibatch)))
+    else:
+        seconds = []
+        for epoch in range(args.epochs):
+            start = time.perf_counter()
+            count = 0
+            for i, minibatch in enumerate(objective.batches(prepared, len(data.train), spec.train.batch_size, rng)):
+                loss = step(minibatch)
+                if epoch == 0 and i == 0:
+                    result["first_loss"] = loss
+                count += size(minibatch)
+            seconds.append(time.perf_counter() - start)
+        result["epoch_seconds"] = float(np.median(seconds))
+        result["per_second"] = count / result["epoch_seconds"]
+    return result
+
+
+def _flop_share(run_step) -> dict:
+    """Achieved FLOP rate of one training step against plain matrix products of the same shapes.
+
+    The matrix products (mm, addmm, bmm, baddbmm) of one step are recorded with their shapes,
+    then replayed alone on random tensors; the share is the replay time over the step time
+    (both medians of five), i.e. the achieved matmul FLOP rate over the machine's rate on them.
+    """
+    import numpy as np
+    import torch
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    aten = torch.ops.aten
+    kinds = {aten.mm.default: (0, 1), aten.addmm.default: (1, 2), aten.bmm.default: (0, 1),
+             aten.baddbmm.default: (1, 2)}
+
+    class Record(TorchDispatchMode):
+        def __init__(self):
+            super().__init__()
+            self.shapes = []
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            if func in kinds:
+                a, b = kinds[func]
+                self.shapes.append((tuple(args[a].shape), tuple(args[b].shape)))
+            return func(*args, **(kwargs or {}))
+
+    with Record() as record:
+        run_step()
+    step_times = []
+    for _ in range(5):
+        start = time.perf_counter()
+        run_step()
+        step_times.append(time.perf_counter() - start)
+    operands = [(torch.randn(a), torch.randn(b)) for a, b in record.shapes]
+    flops = sum(2 * np.prod(a) * b[-1] for a, b in record.shapes)
+    replay = []
+    for _ in range(5):
+        start = time.perf_counter()
+        for a, b in operands:
+            torch.matmul(a, b)
+        replay.append(time.perf_counter() - start)
+    step_s, replay_s = float(np.median(step_times)), float(np.median(replay))
+    return {"matmul_gflop": flops / 1e9, "step_gflops": flops / step_s / 1e9,
+            "matmul_gflops": flops / replay_s / 1e9, "flop_share": replay_s / step_s}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--baseline", help="src directory of the implementation to compare with")
+    parser.add_argument("--rows", nargs="+", default=ROWS)
+    parser.add_argument("--flops", nargs="*", default=FLOP_ROWS, help="rows whose FLOP share is measured")
+    parser.add_argument("--fold", type=int, default=1)
+    parser.add_argument("--params", nargs="+", default=["params.yaml"])
+    parser.add_argument("--batches", type=int, default=20, help="timed mini-batches of a list-pairwise row")
+    parser.add_argument("--epochs", type=int, default=3, help="timed epochs of the other rows")
+    parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--row", help=argparse.SUPPRESS)
+    parser.add_argument("--draw", default="default", help=argparse.SUPPRESS)
+    parser.add_argument("--measure-flops", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.worker:
+        print(json.dumps(worker(args)))
+        return
+    here = Path(__file__).resolve().parents[1] / "src"
+    runs = [("before", args.baseline, "default")] if args.baseline else []
+    runs += [("now", str(here), "per_length"), ("now", str(here), "prefixes")]
+    from srdiv.params import load_params
+
+    models = load_params([Path(p) for p in args.params])["models"]
+    lines = []
+    for row in args.rows:
+        for label, src, draw in runs:
+            if draw == "prefixes" and models[row].get("objective") != "list_pairwise":
+                continue
+            cmd = [sys.executable, __file__, "--worker", "--row", row, "--draw", draw, "--fold", str(args.fold),
+                   "--batches", str(args.batches), "--epochs", str(args.epochs), "--params", *args.params]
+            if row in args.flops:
+                cmd.append("--measure-flops")
+            env = {**os.environ, "PYTHONPATH": src, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+            out = subprocess.run(cmd, env=env, capture_output=True, text=True)
+            if out.returncode:
+                sys.exit(f"{row} ({label}): {out.stderr.strip().splitlines()[-1]}")
+            res = json.loads(out.stdout.strip().splitlines()[-1])
+            res["impl"] = label
+            lines.append(res)
+            print(json.dumps(res), file=sys.stderr, flush=True)
+    print(table(lines))
+
+
+def table(results: list[dict]) -> str:
+    """A Markdown table of the worker results, with the speed-up over ``before`` for the same row."""
+    base = {r["row"]: r for r in results if r["impl"] == "before"}
+    head = ("| row | implementation | samples | s / epoch | per second | speed-up | first-batch loss "
+            "| FLOP share (step GFLOP/s of matmul GFLOP/s) |")
+    out = [head, "|" + "---|" * 8]
+    for r in results:
+        ref = base.get(r["row"])
+        speed = f"{ref['epoch_seconds'] / r['epoch_seconds']:.1f}x" if ref else ""
+        flops = (f"{r['flop_share']:.2f} ({r['step_gflops']:.1f} of {r['matmul_gflops']:.1f})"
+                 if "flop_share" in r else "")
+        out.append(f"| {r['row']} | {r['impl']} | {r['draw']} | {r['epoch_seconds']:.1f} | "
+                   f"{r['per_second']:.0f} {r['unit']} | {speed} | {r['first_loss']:.6f} | {flops} |")
+    return "\n".join(out)
+
+
+if __name__ == "__main__":
+    main()
