@@ -46,7 +46,11 @@ def worker(args: argparse.Namespace) -> dict:
     from srdiv.train.job import FoldData, build_model, lookup
     from srdiv.train.trainer import make_optimizer
 
-    torch.set_num_threads(1)
+    try:  # each implementation configures torch as its own `srdiv train` does
+        from srdiv.train.commands import configure_torch
+    except ImportError:
+        configure_torch = torch.set_num_threads
+    configure_torch(1)
     params = load_params([Path(p) for p in args.params])
     dataset = params["datasets"][params["dataset"]]
     spec = model_spec(params, args.row)
@@ -73,11 +77,8 @@ def worker(args: argparse.Namespace) -> dict:
     model.train()
 
     def size(minibatch) -> int:
-        """Contexts (list-pairwise) or queries in a mini-batch."""
-        for name in ("context_sequence", "contexts"):
-            if hasattr(minibatch, name):
-                return len(getattr(minibatch, name))
-        return len(minibatch)
+        """Contexts in a list-pairwise mini-batch."""
+        return len(getattr(minibatch, "context_sequence", getattr(minibatch, "contexts", ())))
 
     def step(minibatch) -> float:
         loss = objective.loss(model, tensors, minibatch)
@@ -88,6 +89,8 @@ def worker(args: argparse.Namespace) -> dict:
 
     rng = np.random.default_rng([seed, 2])
     list_pairwise = spec.objective == "list_pairwise"
+    if args.denormals:
+        return _denormal_effect(args, objective, prepared, data.train, spec.train.batch_size, rng, step, size)
     result = {"row": args.row, "draw": args.draw, "unit": "contexts" if list_pairwise else "queries",
               "srdiv": str(Path(sys.modules["srdiv"].__file__).parent)}
     if list_pairwise:
@@ -111,16 +114,37 @@ def worker(args: argparse.Namespace) -> dict:
         seconds = []
         for epoch in range(args.epochs):
             start = time.perf_counter()
-            count = 0
             for i, minibatch in enumerate(objective.batches(prepared, len(data.train), spec.train.batch_size, rng)):
                 loss = step(minibatch)
                 if epoch == 0 and i == 0:
                     result["first_loss"] = loss
-                count += size(minibatch)
             seconds.append(time.perf_counter() - start)
         result["epoch_seconds"] = float(np.median(seconds))
-        result["per_second"] = count / result["epoch_seconds"]
+        result["per_second"] = len(data.train) / result["epoch_seconds"]
     return result
+
+
+def _denormal_effect(args, objective, prepared, train, batch_size, rng, step, size) -> dict:
+    """Contexts per second after ``args.denormals`` epochs of training, with denormal floats kept and flushed
+    (alternately, twice each, ``args.batches`` mini-batches per measurement)."""
+    import numpy as np
+    import torch
+
+    for _ in range(args.denormals):
+        for minibatch in objective.batches(prepared, len(train), batch_size, rng):
+            step(minibatch)
+    batches = objective.batches(prepared, len(train), batch_size, rng)
+    rates = {False: [], True: []}
+    for flush in (False, True, False, True):
+        torch.set_flush_denormal(flush)
+        count, start = 0, time.perf_counter()
+        for _ in range(args.batches):
+            minibatch = next(batches)
+            step(minibatch)
+            count += size(minibatch)
+        rates[flush].append(count / (time.perf_counter() - start))
+    kept, flushed = float(np.median(rates[False])), float(np.median(rates[True]))
+    return {"row": args.row, "draw": args.draw, "epochs": args.denormals, "kept": kept, "flushed": flushed}
 
 
 def _flop_share(run_step) -> dict:
@@ -174,6 +198,9 @@ def main() -> None:
     parser.add_argument("--baseline", help="src directory of the implementation to compare with")
     parser.add_argument("--rows", nargs="+", default=ROWS)
     parser.add_argument("--flops", nargs="*", default=FLOP_ROWS, help="rows whose FLOP share is measured")
+    parser.add_argument("--denormals", nargs="*", default=["DSSA"], help="rows whose speed after training, "
+                        "with denormal floats kept and flushed, is measured (current implementation)")
+    parser.add_argument("--denormal-epochs", type=int, default=8, help="epochs trained before that measurement")
     parser.add_argument("--fold", type=int, default=1)
     parser.add_argument("--params", nargs="+", default=["params.yaml"])
     parser.add_argument("--batches", type=int, default=20, help="timed mini-batches of a list-pairwise row")
@@ -182,34 +209,44 @@ def main() -> None:
     parser.add_argument("--row", help=argparse.SUPPRESS)
     parser.add_argument("--draw", default="default", help=argparse.SUPPRESS)
     parser.add_argument("--measure-flops", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--denormal-run", type=int, default=0, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
+        args.denormals = args.denormal_run
         print(json.dumps(worker(args)))
         return
-    here = Path(__file__).resolve().parents[1] / "src"
-    runs = [("before", args.baseline, "default")] if args.baseline else []
-    runs += [("now", str(here), "per_length"), ("now", str(here), "prefixes")]
     from srdiv.params import load_params
 
+    here = str(Path(__file__).resolve().parents[1] / "src")
     models = load_params([Path(p) for p in args.params])["models"]
+    runs = [("before", args.baseline, "default")] if args.baseline else []
+    runs += [("now", here, "per_length"), ("now", here, "prefixes")]
     lines = []
     for row in args.rows:
         for label, src, draw in runs:
             if draw == "prefixes" and models[row].get("objective") != "list_pairwise":
                 continue
-            cmd = [sys.executable, __file__, "--worker", "--row", row, "--draw", draw, "--fold", str(args.fold),
-                   "--batches", str(args.batches), "--epochs", str(args.epochs), "--params", *args.params]
-            if row in args.flops:
-                cmd.append("--measure-flops")
-            env = {**os.environ, "PYTHONPATH": src, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
-            out = subprocess.run(cmd, env=env, capture_output=True, text=True)
-            if out.returncode:
-                sys.exit(f"{row} ({label}): {out.stderr.strip().splitlines()[-1]}")
-            res = json.loads(out.stdout.strip().splitlines()[-1])
-            res["impl"] = label
-            lines.append(res)
-            print(json.dumps(res), file=sys.stderr, flush=True)
+            lines.append({**_run_worker(args, src, row, draw, ["--measure-flops"] if row in args.flops else []),
+                          "impl": label})
     print(table(lines))
+    if args.denormals:
+        print("\n| row | trained epochs | contexts / s, denormals kept | flushed to zero | ratio |\n|---|---|---|---|---|")
+    for row in args.denormals:
+        e = _run_worker(args, here, row, "prefixes", ["--denormal-run", str(args.denormal_epochs)])
+        print(f"| {row} | {e['epochs']} | {e['kept']:.0f} | {e['flushed']:.0f} | {e['flushed'] / e['kept']:.1f}x |")
+
+
+def _run_worker(args: argparse.Namespace, src: str, row: str, draw: str, extra: list[str]) -> dict:
+    """One worker subprocess with ``src`` first on the path; its JSON result (echoed to stderr)."""
+    cmd = [sys.executable, __file__, "--worker", "--row", row, "--draw", draw, "--fold", str(args.fold),
+           "--batches", str(args.batches), "--epochs", str(args.epochs), "--params", *args.params, *extra]
+    env = {**os.environ, "PYTHONPATH": src, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+    out = subprocess.run(cmd, env=env, capture_output=True, text=True)
+    if out.returncode:
+        sys.exit(f"{row} ({src}, {draw}): {out.stderr.strip().splitlines()[-1]}")
+    result = json.loads(out.stdout.strip().splitlines()[-1])
+    print(json.dumps(result), file=sys.stderr, flush=True)
+    return result
 
 
 def table(results: list[dict]) -> str:

@@ -1,5 +1,7 @@
 """Report tables: means, bold, paired t-test markers, Holm, per-position, file formats."""
 
+import json
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -103,3 +105,26 @@ def test_build_report_writes_every_format(tmp_path):
     readme = (tmp_path / "out/README.md").read_text()
     for path in (ppath, overlay):  # every merged params file is named with its hash
         assert f"`{path.as_posix()}`, hash `{params_hash(path)}`" in readme
+
+
+def test_performance_table_counts_trainings_best_at_their_last_epoch(tmp_path):
+    from srdiv.report.builder import RunSpec, convergence_note, performance_table
+
+    def job(row, fold, best_epoch, epochs, allowed):
+        out = tmp_path / "models" / row / f"fold{fold}"
+        out.mkdir(parents=True)
+        grid = [{"point": {"lam": 0.5}, "valid": 0.5, "best_epoch": best_epoch, "epochs": epochs},
+                {"point": {"lam": 0.8}, "valid": 0.4, "best_epoch": allowed, "epochs": allowed}]
+        (out / "hparams.json").write_text(json.dumps({"chosen": {"lam": 0.5}, "grid": grid,
+                                                      "spec": {"train": {"epochs": allowed}}}))
+        (out / "timings.json").write_text(json.dumps({"train_seconds": 10.0 * fold}))
+        (out / "rank.json").write_text(json.dumps({"rank_ms_per_query": 1.0}))
+
+    job("A", 1, 10, 10, 10)   # best at the last epoch allowed
+    job("A", 2, 4, 7, 10)     # stopped early
+    job("B", 1, 3, 3, 3)      # best at its own last allowed epoch
+    job("C", 1, 0, 0, 10)     # nothing trained (an unsupervised row)
+    specs = [RunSpec(k, k, "", "explicit") for k in "ABC"]
+    perf = performance_table(tmp_path / "models", None, specs)
+    assert perf.set_index("Method")["best at last epoch"].fillna("-").to_dict() == {"A": "1/2", "B": "1/1", "C": "-"}
+    assert "2 of 3 (67%)" in convergence_note(perf)

@@ -196,18 +196,20 @@ class DESA(DiversityModel):
         rows_r, rows_t, rows_d = torch.nonzero(mask[lists][:, None, :] & ~before & valid[..., None], as_tuple=True)
         slot = rows_t * n_docs + rows_d                                       # place of a row in its ranking
         h = self._embed(batch)                                                # [B, D, d]
-        seq = h[lists[:, None], flat.clamp(min=0)]                            # [R, L, d]
-        y = h[lists[rows_r], rows_d]                                          # [rows, d]
+        seq_at, row_at = (lists[:, None], flat.clamp(min=0)), (lists[rows_r], rows_d)
+        seq, y = h[seq_at], h[row_at]                                         # [R, L, d], [rows, d]
         steps = torch.arange(depth, device=flat.device)
         causal = (steps[None, :] <= steps[:, None])[None] & (valid[:, None, :] | _eye(depth, flat.device))
         prefix = (steps[None, :] < steps[:, None])[rows_t]                    # [rows, L]: keys of the prefix
-        for block in self.encoder:
-            k, v = block.keys(seq)                                            # [R, L, H, d/H]
-            k_self, v_self = block.keys(y)                                    # [rows, H, d/H]
-            attended = _grouped_attention(block.split(block.query(y)), k, v, rows_r, slot, depth * n_docs, prefix,
-                                          (k_self, v_self))
-            y = block.sublayers(y, attended)
-            seq = block(seq, seq, causal)
+        for i, block in enumerate(self.encoder):
+            if i == 0:  # the first layer's inputs are the candidates' embeddings: project each once, then gather
+                q, (k, v) = block.split(block.query(h)), block.keys(h)        # [B, D, H, d/H]
+                q, k_self, v_self, k, v = q[row_at], k[row_at], v[row_at], k[seq_at], v[seq_at]
+            else:
+                q, (k_self, v_self), (k, v) = block.split(block.query(y)), block.keys(y), block.keys(seq)
+            y = block.sublayers(y, _grouped_attention(q, k, v, rows_r, slot, depth * n_docs, prefix, (k_self, v_self)))
+            if i + 1 < len(self.encoder):
+                seq = block(seq, seq, causal)
         dec = self._decode_rows(batch, y, lists, rows_r, slot, depth * n_docs) if self.decoder else None
         scores = self._final(batch, lists[rows_r], rows_d, y, dec)
         out = scores.new_zeros(n_lists * n_rankings, depth, n_docs)

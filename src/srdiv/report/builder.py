@@ -158,8 +158,10 @@ def performance_table(models_dir: Path | None, benchmarks_dir: Path | None, spec
     """Median train seconds and ranking ms per query over folds, with Snakemake benchmark records.
 
     Reads ``<models_dir>/<key>/fold<k>/timings.json`` (``srdiv train``),
-    ``rank.json`` (``srdiv rank``) and ``<benchmarks_dir>/train/<key>-fold<k>.tsv``
-    (Snakemake ``benchmark:`` files: wall seconds ``s``, peak memory ``max_rss`` in MB).
+    ``rank.json`` (``srdiv rank``), ``hparams.json`` (the chosen point's best and last epochs)
+    and ``<benchmarks_dir>/train/<key>-fold<k>.tsv`` (Snakemake ``benchmark:`` files: wall
+    seconds ``s``, peak memory ``max_rss`` in MB). "best at last epoch" counts the folds whose
+    chosen point was best at the last epoch its row allows: training that may not have converged.
     """
     rows = []
     for spec in specs:
@@ -173,6 +175,11 @@ def performance_table(models_dir: Path | None, benchmarks_dir: Path | None, spec
                 record.update({"folds": len(frame),
                                "train s (median)": frame["train_seconds"].median(),
                                "rank ms/query (median)": frame["rank_ms_per_query"].median()})
+            ends = [_best_at_last_epoch(json.loads(p.read_text()))
+                    for p in sorted((models_dir / spec.key).glob("fold*/hparams.json"))]
+            ends = [e for e in ends if e is not None]
+            if ends:
+                record["best at last epoch"] = f"{sum(ends)}/{len(ends)}"
         if benchmarks_dir is not None:
             bench = [pd.read_csv(p, sep="\t") for p in sorted((benchmarks_dir / "train").glob(f"{spec.key}-fold*.tsv"))]
             if bench:
@@ -181,6 +188,24 @@ def performance_table(models_dir: Path | None, benchmarks_dir: Path | None, spec
         if len(record) > 1:
             rows.append(record)
     return pd.DataFrame(rows)
+
+
+def _best_at_last_epoch(hparams: dict) -> bool | None:
+    """Whether the chosen point's best validation epoch was the last its row allows (None: nothing trained)."""
+    chosen = next((g for g in hparams["grid"] if g["point"] == hparams["chosen"]), None)
+    if chosen is None or not chosen["epochs"]:
+        return None
+    return chosen["best_epoch"] >= hparams["spec"]["train"]["epochs"]
+
+
+def convergence_note(perf: pd.DataFrame) -> str:
+    """One line: how many trained (row, fold) pairs were best at their last allowed epoch."""
+    if "best at last epoch" not in perf:
+        return ""
+    counts = perf["best at last epoch"].dropna().str.split("/", expand=True).astype(int)
+    last, total = int(counts[0].sum()), int(counts[1].sum())
+    return (f"Trained (row, fold) pairs whose chosen point was best at the last epoch allowed: {last} of {total} "
+            f"({last / total:.0%}); the others stopped early or peaked before their last epoch.")
 
 
 def build_report(metrics_path: Path, params: dict, params_paths: list[Path], out_dir: Path,
@@ -220,6 +245,8 @@ def build_report(metrics_path: Path, params: dict, params_paths: list[Path], out
 
     perf = performance_table(models_dir, benchmarks_dir, specs)
     perf_md = perf.to_markdown(index=False, floatfmt=".1f") if not perf.empty else "No timings recorded."
+    if convergence_note(perf):
+        perf_md += "\n\n" + convergence_note(perf)
     write_text(perf_md + "\n", out_dir / "tables" / "performance.md")
     written.append(out_dir / "tables" / "performance.md")
 
