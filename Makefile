@@ -11,7 +11,7 @@ GPUS   ?= $(if $(filter-out 0,$(NGPU)),$(NGPU),$(CORES))
 SMK     = $(BIN)/snakemake --cores $(CORES) --resources gpu=$(GPUS)
 export PATH := $(abspath $(BIN)):$(PATH)
 
-.PHONY: install run run-all run-cpu run-ablations smoke test dvc-yaml trec
+.PHONY: install run run-ablations run-desa-ablations run-all smoke test dvc-yaml trec
 
 $(STAMP): pyproject.toml
 	@command -v $(PYTHON) >/dev/null || { echo "need $(PYTHON)"; exit 1; }
@@ -22,26 +22,21 @@ $(STAMP): pyproject.toml
 
 install: $(STAMP)
 
-# Without a GPU, `make run` runs the CPU cut (config/cpu.yaml, ~2 hours on 2 cores) instead of the
-# full default setting (more than a day on 2 cores); `make run-all` forces the full setting.
-CPU_CUT    := --configfile params.yaml config/cpu.yaml
-RUN_CONFIG := $(if $(filter-out 0,$(NGPU)),,$(CPU_CUT))
-
-## the main job on the default collection (wordnet-div): every model with a GPU, the CPU cut without
+## the main job on the default collection (wordnet-div): the main table's rows, each at its full budget
 run: $(STAMP)
-	$(SMK) $(RUN_CONFIG)
+	$(SMK) --configfile params.yaml config/main.yaml
 
-## every row of params.yaml, 5 folds, whatever the machine
+## the papers' ablation rows but DESA's, at full budget (results/wordnet-div-ablations)
+run-ablations: $(STAMP)
+	$(SMK) --configfile params.yaml config/ablations.yaml
+
+## DESA Table 3 at full budget (results/wordnet-div-desa-ablations; many CPU-hours without a GPU)
+run-desa-ablations: $(STAMP)
+	$(SMK) --configfile params.yaml config/desa-ablations.yaml
+
+## every row of params.yaml in one run (results/wordnet-div)
 run-all: $(STAMP)
 	$(SMK)
-
-## the 2-hour cut for a 2-core CPU behind the committed results/wordnet-div (config/cpu.yaml)
-run-cpu: $(STAMP)
-	$(SMK) $(CPU_CUT)
-
-## the ablation study on a 2-core CPU (config/cpu-ablations.yaml): DSSA, DESA and DALETOR variants, 5 folds
-run-ablations: $(STAMP)
-	$(SMK) --configfile params.yaml config/cpu-ablations.yaml
 
 ## the whole DAG on ~12 queries, 2 folds, one epoch, a few models (minutes)
 smoke: $(STAMP)

@@ -20,6 +20,7 @@ epochs. The numbers hold for the machine and the fold they were measured on.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import subprocess
@@ -60,7 +61,8 @@ def worker(args: argparse.Namespace) -> dict:
     bundle = Bundle.load(f"work/{params['dataset']}/bundle/{representation}.npz")
     split = fold_split(collection.folds, args.fold)
     data = FoldData.make(bundle, split, spec.train)
-    sample_params = dict(params.get("samples") or {})
+    known = {f.name for f in dataclasses.fields(SampleSettings)}   # an older implementation has fewer settings
+    sample_params = {k: v for k, v in (params.get("samples") or {}).items() if k in known}
     if args.draw != "default":
         sample_params["draw"] = args.draw
     seed = params.get("seed", 0)
