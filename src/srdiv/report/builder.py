@@ -20,6 +20,7 @@ from srdiv.train.config import model_rows, run_rows
 
 GROUP_TITLES = {
     "initial": "Initial ranking",
+    "reference": "Reference orders (no learning)",
     "unsupervised": "Unsupervised",
     "implicit": "Supervised implicit",
     "explicit": "Supervised explicit",

@@ -5,7 +5,7 @@ A model row::
     DSSA:
       model: dssa                  # MODELS registry name
       objective: list_pairwise     # OBJECTIVES registry name; absent: nothing to train
-      group: explicit              # initial | unsupervised | implicit | explicit (tables)
+      group: explicit              # initial | reference | unsupervised | implicit | explicit (tables)
       params: {hidden: 50}         # constructor keywords; ``prior: <Row>`` is replaced
                                    # by that row's trained model of the same fold
       objective_params: {}         # objective constructor keywords
