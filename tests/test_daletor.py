@@ -191,7 +191,8 @@ def test_inputs(bundle):
     """x_i = [e_q; e_i; c_i; x_{d,q}] in that order."""
     data = bundle.to_torch()
     x = make(bundle, latent_cross=True, relevance_features=True).inputs(data)
-    e_q, e_i = data["query_vec"][:, None].expand(-1, 9, -1), data["doc_vec"]
+    unit = lambda v: torch.nn.functional.normalize(v, dim=-1)  # noqa: E731  (Section 4.1)
+    e_q, e_i = unit(data["query_vec"])[:, None].expand(-1, 9, -1), unit(data["doc_vec"])
     assert torch.equal(x, torch.cat([e_q, e_i, e_q * e_i, data["rel_feat"]], -1))
     assert make(bundle).inputs(data).shape == (5, 9, 12)
 
@@ -320,3 +321,20 @@ def test_params_rows_build_and_give_a_finite_loss(bundle, row):
         optimizer = make_optimizer(model.parameters(), point_spec.optim)
         assert isinstance(optimizer, torch.optim.Adagrad)
         assert torch.isfinite(objective.loss(model, bundle.to_torch(), batch))
+
+
+def test_inputs_are_unit_vectors_unless_told_otherwise():
+    """Section 4.1: e_q and e_i are normalised, so scaling a vector never changes a score."""
+    bundle = random_bundle(queries=2, docs=5, emb=4, seed=7)
+    data = bundle.to_torch()
+    scaled = dict(data, doc_vec=data["doc_vec"] * 3.0, query_vec=data["query_vec"] * 0.5)
+    torch.manual_seed(0)
+    model = DALETOR(bundle.dims, latent_cross=True).eval()
+    x = model.inputs(data)
+    emb = bundle.dims.emb
+    real = data["doc_mask"]
+    torch.testing.assert_close(x[..., :emb].norm(dim=-1)[real], torch.ones(int(real.sum())))
+    torch.testing.assert_close(x[..., emb:2 * emb].norm(dim=-1)[real], torch.ones(int(real.sum())))
+    torch.testing.assert_close(model.list_scores(scaled), model.list_scores(data))
+    raw = DALETOR(bundle.dims, latent_cross=True, normalize=False).eval()
+    assert torch.equal(raw.inputs(data)[..., emb:2 * emb], data["doc_vec"])

@@ -3,7 +3,8 @@
 Equations as implemented (``B`` lists, ``D`` candidates, ``E`` vector size):
 
 * Inputs (Section 4.1): the query vector ``e_q`` (the query's pseudo-document,
-  ``query_vec``), the document vectors ``e_i`` (``doc_vec``) and, with
+  ``query_vec``), the document vectors ``e_i`` (``doc_vec``), both L2-normalised
+  ("dense normalized vectors"; ``normalize=False`` feeds them as they come), and, with
   ``latent_cross``, the latent cross ``c_i = e_i * e_q`` (Eq. 10, element-wise).
   Per document ``x_i = [e_q; e_i]`` or ``[e_q; e_i; c_i]``. Subtopics are never
   an input: labels only enter the loss (:mod:`srdiv.train.daletor_losses`).
@@ -115,14 +116,17 @@ class DALETOR(DiversityModel):
         group_size: GSF's g (paper: tuned over 4, 16, 64).
         group_seed: seed of GSF's fixed evaluation groups.
         dropout: dropout of the tower and of attention.
+        normalize: L2-normalise ``e_q`` and ``e_i`` before anything else (Section 4.1).
     """
 
     sequential = False
 
     def __init__(self, dims: BundleDims, context: str = "none", latent_cross: bool = False,
                  relevance_features: bool = False, hidden: Sequence[int] = (256, 128, 64), layers: int = 2,
-                 heads: int = 2, head_size: int = 256, group_size: int = 4, group_seed: int = 0, dropout: float = 0.0):
+                 heads: int = 2, head_size: int = 256, group_size: int = 4, group_seed: int = 0, dropout: float = 0.0,
+                 normalize: bool = True):
         super().__init__()
+        self.normalize = normalize
         if context not in CONTEXTS:
             raise ValueError(f"context must be one of {CONTEXTS}, got {context!r}")
         if context == "gsf" and group_size < 1:
@@ -142,8 +146,10 @@ class DALETOR(DiversityModel):
 
     def inputs(self, batch: Batch) -> torch.Tensor:
         """``x [B, D, 2E or 3E (+ F)]``: ``[e_q; e_i]`` or ``[e_q; e_i; c_i]`` (then ``x_{d,q}``)."""
-        doc = batch["doc_vec"]
-        query = batch["query_vec"][:, None, :].expand_as(doc)
+        doc, query = batch["doc_vec"], batch["query_vec"]
+        if self.normalize:                                   # Section 4.1: unit vectors (padding stays 0)
+            doc, query = F.normalize(doc, dim=-1), F.normalize(query, dim=-1)
+        query = query[:, None, :].expand_as(doc)
         parts = [query, doc, doc * query] if self.latent_cross else [query, doc]
         if self.relevance_features:
             parts.append(batch["rel_feat"])
