@@ -128,3 +128,4 @@ def test_performance_table_counts_trainings_best_at_their_last_epoch(tmp_path):
     perf = performance_table(tmp_path / "models", None, specs)
     assert perf.set_index("Method")["best at last epoch"].fillna("-").to_dict() == {"A": "1/2", "B": "1/1", "C": "-"}
     assert "2 of 3 (67%)" in convergence_note(perf)
+    assert convergence_note(perf.drop(columns="best at last epoch")) == ""

@@ -245,11 +245,12 @@ def build_report(metrics_path: Path, params: dict, params_paths: list[Path], out
             written += plots.learning_curves(pd.concat(curves), plot_dir / "learning-curves")
 
     perf = performance_table(models_dir, benchmarks_dir, specs)
+    note = convergence_note(perf)
     if "best at last epoch" in perf:
         perf["best at last epoch"] = perf["best at last epoch"].fillna("")   # rows with nothing to train
     perf_md = perf.to_markdown(index=False, floatfmt=".1f") if not perf.empty else "No timings recorded."
-    if convergence_note(perf):
-        perf_md += "\n\n" + convergence_note(perf)
+    if note:
+        perf_md += "\n\n" + note
     write_text(perf_md + "\n", out_dir / "tables" / "performance.md")
     written.append(out_dir / "tables" / "performance.md")
 
