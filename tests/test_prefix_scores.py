@@ -52,6 +52,7 @@ def test_prefix_scores_equal_context_scores_of_every_prefix(name):
     defined = batch["doc_mask"][:, None, None, :] & ~before & placed
     torch.testing.assert_close(fast[defined], slow[defined], rtol=1e-5, atol=1e-5)
     assert torch.isfinite(fast).all()
+    assert model.prefix_scores(batch, rankings[:, :, :0]).shape == (3, 3, 0, 7)
 
 
 @pytest.mark.parametrize("name", ["dssa", "desa"])

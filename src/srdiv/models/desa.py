@@ -188,6 +188,8 @@ class DESA(DiversityModel):
         n_lists, n_rankings, depth = rankings.shape
         mask = batch["doc_mask"]
         n_docs = mask.shape[1]
+        if depth == 0:
+            return batch["doc_vec"].new_zeros(n_lists, n_rankings, 0, n_docs)
         flat = rankings.reshape(-1, depth)                                    # [R, L]
         lists = torch.arange(n_lists, device=flat.device).repeat_interleave(n_rankings)
         valid = flat >= 0

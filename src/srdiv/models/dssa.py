@@ -183,7 +183,9 @@ class SubtopicAttentionRanker(DiversityModel):
         if n_rankings > 1:
             rows = torch.arange(n_lists, device=rankings.device).repeat_interleave(n_rankings)
             batch = {k: v.index_select(0, rows) for k, v in batch.items()}
-        flat = rankings.reshape(-1, depth)[:, :max(depth - 1, 0)]             # the last document starts no prefix
+        if depth == 0:
+            return batch["doc_vec"].new_zeros(n_lists, n_rankings, 0, batch["doc_mask"].shape[1])
+        flat = rankings.reshape(-1, depth)[:, :depth - 1]                     # the last document starts no prefix
         subs = self.subtopics(batch)
         coef = self.attention(self.encode(batch, flat), subs, self.pooled_coverage(subs, flat))  # [BN, L, T]
         scores = coef @ self.relevance(batch, subs)                           # [BN, L, D], Eq. (9)
