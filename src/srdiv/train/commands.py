@@ -16,9 +16,9 @@ def configure_torch(threads: int) -> None:
     """Limit torch's intra-op CPU threads (no effect with 0) and flush denormal floats to zero.
 
     Denormals (|x| < 1.2e-38) appear as training goes on (tiny gradients and optimiser
-    moments) and make CPU arithmetic on them many times slower: measured on DSSA after 8
-    epochs, 7.5x slower per batch without flushing (docs/benchmarks.md). Flushing them to 0
-    changes no result beyond that precision.
+    moments) and make CPU arithmetic on them many times slower: DSSA after 8 epochs trains
+    3.3x slower per batch without flushing (``scripts/bench_training.py``, docs/benchmarks.md).
+    Flushing them to 0 changes no result beyond that precision.
     """
     import torch
 
