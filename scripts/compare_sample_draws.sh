@@ -32,7 +32,7 @@ done
 python - "$OUT" <<'PY'
 import sys, json, pathlib
 import pandas as pd
-from scipy import stats
+from srdiv.report.stats import paired_pvalues
 out = pathlib.Path(sys.argv[1])
 frames = {}
 for draw in ("per_length", "prefixes"):
@@ -44,7 +44,8 @@ for draw in ("per_length", "prefixes"):
     print(f"{draw}: alpha-nDCG@20 {frames[draw].mean():.4f} over {len(frames[draw])} queries; "
           f"train seconds per fold {[round(s) for s in secs]}; "
           f"best epoch / epochs {[(g['best_epoch'], g['epochs']) for gs in epochs for g in gs]}")
-a, b = frames["per_length"].align(frames["prefixes"], join="inner")
-t = stats.ttest_rel(b, a)
-print(f"prefixes - per_length: {b.mean() - a.mean():+.4f} (paired t-test p = {t.pvalue:.3g}, {len(a)} queries)")
+values = pd.DataFrame(frames).dropna()
+p = paired_pvalues(values, "per_length")["prefixes"]
+diff = values["prefixes"].mean() - values["per_length"].mean()
+print(f"prefixes - per_length: {diff:+.4f} (paired t-test p = {p:.3g}, {len(values)} queries)")
 PY

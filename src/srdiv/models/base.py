@@ -65,14 +65,21 @@ class DiversityModel(nn.Module):
         return greedy_rank(self, batch)
 
 
+def repeat_lists(batch: Batch, n: int) -> Batch:
+    """The batch with each list repeated ``n`` times in a row (``[B, ...]`` -> ``[B n, ...]``): one row per
+    ranking of ``rankings [B, n, L]``."""
+    if n == 1:
+        return batch
+    rows = torch.arange(batch["doc_mask"].shape[0], device=batch["doc_mask"].device).repeat_interleave(n)
+    return {k: v.index_select(0, rows) for k, v in batch.items()}
+
+
 def context_prefix_scores(model: DiversityModel, batch: Batch, rankings: torch.Tensor) -> torch.Tensor:
     """:meth:`DiversityModel.prefix_scores` the generic way: the batch is repeated for the N
     rankings of a list and ``context_scores`` runs once per position t, batched over lists,
     rankings and candidates."""
     n_lists, n_rankings, depth = rankings.shape
-    if n_rankings > 1:
-        rows = torch.arange(n_lists, device=rankings.device).repeat_interleave(n_rankings)
-        batch = {k: v.index_select(0, rows) for k, v in batch.items()}
+    batch = repeat_lists(batch, n_rankings)
     flat = rankings.reshape(-1, depth)
     n_docs = batch["doc_mask"].shape[1]
     candidates = torch.arange(n_docs, device=flat.device).expand(flat.shape[0], -1)

@@ -56,7 +56,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from srdiv.features.bundle import BundleDims
-from srdiv.models.base import NEG_INF, Batch, DiversityModel
+from srdiv.models.base import NEG_INF, Batch, DiversityModel, repeat_lists
 from srdiv.registry import MODELS
 
 CELLS = {"vanilla": nn.RNN, "gru": nn.GRU, "lstm": nn.LSTM}
@@ -180,9 +180,7 @@ class SubtopicAttentionRanker(DiversityModel):
         ``rankings [B, N, L]`` (-1 padding at the end): one fused recurrent pass per ranking, and
         the attention of all its prefixes at once."""
         n_lists, n_rankings, depth = rankings.shape
-        if n_rankings > 1:
-            rows = torch.arange(n_lists, device=rankings.device).repeat_interleave(n_rankings)
-            batch = {k: v.index_select(0, rows) for k, v in batch.items()}
+        batch = repeat_lists(batch, n_rankings)
         if depth == 0:
             return batch["doc_vec"].new_zeros(n_lists, n_rankings, 0, batch["doc_mask"].shape[1])
         flat = rankings.reshape(-1, depth)[:, :depth - 1]                     # the last document starts no prefix
