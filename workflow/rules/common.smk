@@ -1,6 +1,7 @@
 # Names shared by the rules: the dataset, its paths, the model rows and folds to run.
 
 from srdiv.train.config import run_rows
+from srdiv.train.gather import reference_runs
 
 DATASET = config["dataset"]
 DS = config["datasets"][DATASET]
@@ -22,6 +23,8 @@ DOCS_INPUT = [DS["docs"]] if DS.get("docs") else []
 FEATURES_FROM = DS.get("features", "text")  # text | dssa-release
 DEFAULT_REPR = DS.get("representation", "doc2vec")
 ROWS = run_rows(config)
+REFERENCE_RUNS = {name: str(path) for name, path in reference_runs(config).items()}
+REFERENCES = f"{WORK}/reference_runs"
 FOLDS = [int(f) for f in config["folds"]]
 
 wildcard_constraints:

@@ -1,4 +1,5 @@
-# evaluate: official per-query metrics of each test run, gathered into results/<dataset>/metrics.parquet.
+# evaluate: official per-query metrics of each test run (and of each report.reference_runs file),
+# gathered into results/<dataset>/metrics.parquet.
 
 
 rule evaluate:
@@ -14,14 +15,29 @@ rule evaluate:
         " --out {output} > {log} 2>&1"
 
 
+rule evaluate_reference:
+    input:
+        run=lambda w: REFERENCE_RUNS[w.reference],
+        collection=COLLECTION,
+    output:
+        f"{REFERENCES}/{{reference}}/metrics.parquet",
+    log:
+        f"{LOGS}/evaluate/reference-{{reference}}.log",
+    shell:
+        "srdiv evaluate --collection {input.collection} --run {input.run} --out {output} > {log} 2>&1"
+
+
 rule gather:
     input:
         expand(f"{MODELS}/{{model}}/fold{{fold}}/metrics.parquet", model=ROWS, fold=FOLDS),
+        expand(f"{REFERENCES}/{{reference}}/metrics.parquet", reference=list(REFERENCE_RUNS)),
+        collection=COLLECTION,
     output:
         f"{RESULTS}/metrics.parquet",
     params:
-        sections=["models"],
+        sections=["models", "report.reference_runs"],
     log:
         f"{MODEL_LOGS}/gather.log",
     shell:
-        "srdiv gather --models {MODELS} {PARAMS} --out {output} 2> {log}"
+        "srdiv gather --models {MODELS} {PARAMS} --references {REFERENCES} --collection {input.collection}"
+        " --out {output} 2> {log}"

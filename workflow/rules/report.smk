@@ -5,6 +5,7 @@ rule report:
     input:
         metrics=f"{RESULTS}/metrics.parquet",
         runs=expand(f"{MODELS}/{{model}}/fold{{fold}}/run.txt", model=ROWS, fold=FOLDS),
+        reference_runs=list(REFERENCE_RUNS.values()),
         collection=COLLECTION,
     output:
         readme=f"{RESULTS}/README.md",

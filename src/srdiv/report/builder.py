@@ -17,6 +17,7 @@ from srdiv.io import InputError, read_parquet, write_text
 from srdiv.report import plots
 from srdiv.report.tables import Table, per_position_table, results_table
 from srdiv.train.config import model_rows, run_rows
+from srdiv.train.gather import reference_runs
 
 GROUP_TITLES = {
     "initial": "Initial ranking",
@@ -24,6 +25,7 @@ GROUP_TITLES = {
     "unsupervised": "Unsupervised",
     "implicit": "Supervised implicit",
     "explicit": "Supervised explicit",
+    "published": "Reference runs (report.reference_runs)",
 }
 MAIN_MEASURES = ["ERR_IA@20", "alpha_nDCG@20", "NRBP", "P_IA@20", "StRecall@20"]
 CUTOFF_MEASURES = ["ERR_IA@5", "ERR_IA@10", "alpha_nDCG@5", "alpha_nDCG@10", "StRecall@5", "StRecall@10"]
@@ -32,12 +34,13 @@ POSITION_MEASURES = ["ERR_IA@5", "ERR_IA@10", "ERR_IA@20", "alpha_nDCG@5", "alph
 
 @dataclass
 class RunSpec:
-    """One row of the tables: a ``params.yaml`` model entry."""
+    """One row of the tables: a ``params.yaml`` model entry, or a run file of ``report.reference_runs``."""
 
     key: str
     model: str
     variant: str
     group: str
+    run_file: Path | None = None
 
     @property
     def label(self) -> str:
@@ -55,6 +58,7 @@ class ReportConfig:
     cutoff_measures: list[str] = field(default_factory=lambda: list(CUTOFF_MEASURES))
     ablations: dict[str, dict] = field(default_factory=dict)
     per_position: dict | None = None
+    reference_runs: dict[str, str] = field(default_factory=dict)
 
     @classmethod
     def from_params(cls, params: dict) -> "ReportConfig":
@@ -63,13 +67,14 @@ class ReportConfig:
 
 
 def run_specs(params: dict) -> list[RunSpec]:
-    """The rows of ``run_models`` in params order, grouped as the papers group methods."""
+    """The rows of ``run_models`` in params order, grouped as the papers group methods, then the reference runs."""
     specs = []
     rows = model_rows(params)
     for key in run_rows(params):
         entry = rows[key]
         model = entry.get("variant_of", key)
         specs.append(RunSpec(key, model, entry.get("variant", ""), entry.get("group", "")))
+    specs += [RunSpec(name, name, "", "published", path) for name, path in reference_runs(params).items()]
     order = list(GROUP_TITLES)
     return sorted(specs, key=lambda s: order.index(s.group) if s.group in order else len(order))
 
@@ -97,10 +102,12 @@ def build_tables(metrics: pd.DataFrame, params: dict) -> dict[str, Table]:
     }
     labels = {s.key: s.label for s in specs}
     present = set(metrics["run"])
+    published = [s.label for s in specs if s.group == "published" and s.label in present]
     for name, spec in cfg.ablations.items():
         rows = [run for run in (labels.get(k, k) for k in spec["runs"]) if run in present]
         if not rows:  # a study that ran none of this table's rows
             continue
+        rows += published
         ref = labels.get(spec.get("reference"), spec.get("reference"))
         tables[f"ablation-{name}"] = results_table(metrics, rows, [""] * len(rows), cfg.main_measures,
                                                    spec.get("title", name), ref, cfg.alpha, cfg.holm)
@@ -283,19 +290,25 @@ RUN_FILE = "run.txt"
 
 def metric_at_k_from_runs(collection: Path, models_dir: Path, params: dict, max_k: int = 20,
                           family: str = "alpha_nDCG") -> pd.DataFrame:
-    """Mean ``family@k`` for k = 1..max_k per main run, from the runs of all test folds."""
+    """Mean ``family@k`` for k = 1..max_k per main run, from the runs of all test folds.
+
+    A reference run is scored on the queries of the run's folds (``params['folds']``), as in the tables.
+    """
     from srdiv.collection.schema import load_collection
     from srdiv.metrics import evaluate_run, read_run
 
-    qrels = load_collection(collection).qrels
+    coll = load_collection(collection)
+    qrels, folds = coll.qrels, coll.folds
     measures = [f"{family}@{k}" for k in range(1, max_k + 1)]
     rows = []
+    if params.get("folds") is not None:
+        folds = folds[folds["fold"].isin([int(k) for k in params["folds"]])]
     for spec in run_specs(params):
-        files = sorted((models_dir / spec.key).glob(f"fold*/{RUN_FILE}"))
+        files = [spec.run_file] if spec.run_file else sorted((models_dir / spec.key).glob(f"fold*/{RUN_FILE}"))
         if spec.variant or not files:
             continue
         run = pd.concat([read_run(f) for f in files])
-        tested = set(run["qid"])
+        tested = set(folds["qid"]) if spec.run_file else set(run["qid"])
         per_query = evaluate_run(run, qrels[qrels["qid"].isin(tested)], measures)
         means = per_query.groupby("measure", sort=False)["value"].mean()
         rows += [{"run": spec.label, "k": k, "value": means[f"{family}@{k}"]} for k in range(1, max_k + 1)]

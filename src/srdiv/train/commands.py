@@ -86,13 +86,28 @@ def gather(
     models: Path = typer.Option(..., help="Directory of model outputs, e.g. work/<dataset>/models."),
     params: list[Path] = PARAMS,
     out: Path = typer.Option(..., help="Output Parquet, e.g. results/<dataset>/metrics.parquet."),
+    references: Optional[Path] = typer.Option(None, help="Directory of <name>/metrics.parquet of the "
+                                                         "report.reference_runs (srdiv evaluate)."),
+    collection: Optional[Path] = typer.Option(None, help="Collection whose folds place the reference runs' queries."),
 ) -> None:
     """Collect every row's per-query test metrics (model, variant, fold, qid, measure, value)."""
+    import pandas as pd
+
     from srdiv.io import write_parquet
     from srdiv.params import load_params
-    from srdiv.train.gather import gather_metrics
+    from srdiv.train.gather import gather_metrics, reference_metrics, reference_runs
 
-    table = gather_metrics(models, load_params(params))
+    values = load_params(params)
+    table = gather_metrics(models, values)
+    names = reference_runs(values)
+    if names:
+        if references is None or collection is None:
+            raise typer.BadParameter("report.reference_runs needs --references and --collection")
+        from srdiv.collection.schema import load_collection
+
+        folds = load_collection(collection).folds
+        table = pd.concat([table, reference_metrics({n: references / n / "metrics.parquet" for n in names},
+                                                    folds, values.get("folds"))], ignore_index=True)
     write_parquet(table, out)
     typer.echo(f"gather: {table['model'].nunique()} models, {table['qid'].nunique()} queries -> {out}", err=True)
 

@@ -3,10 +3,13 @@
 ``results/<dataset>/metrics.parquet`` has the columns ``model, variant, fold,
 qid, measure, value``: ``model`` is the row's ``variant_of`` (or the row name),
 ``variant`` its ``variant`` label (``""`` for main rows), as the report reads them.
+Runs named in ``report.reference_runs`` (TREC run files a user adds, e.g. runs that authors
+released with their papers) join as rows of their own, each query in the fold that tests it.
 """
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pandas as pd
@@ -15,6 +18,42 @@ from srdiv.io import InputError, read_parquet
 from srdiv.train.config import model_rows, run_rows
 
 COLUMNS = ["model", "variant", "fold", "qid", "measure", "value"]
+REFERENCE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]*")
+
+
+def reference_runs(params: dict) -> dict[str, Path]:
+    """``report.reference_runs``: row name -> run file (TREC run or Parquet run table).
+
+    A name is one word of letters, digits and ``._+-`` (it names a directory) that is not
+    also a row of ``models``.
+    """
+    runs = (params.get("report") or {}).get("reference_runs") or {}
+    if not isinstance(runs, dict):
+        raise ValueError(f"report.reference_runs must map row names to run files, got {runs!r}")
+    rows = model_rows(params)
+    for name, path in runs.items():
+        if not isinstance(name, str) or not REFERENCE_NAME.fullmatch(name):
+            raise ValueError(f"report.reference_runs: name {name!r} must be one word of letters, digits and ._+-")
+        if name in rows:
+            raise ValueError(f"report.reference_runs: {name!r} is also a row of models; give the run another name")
+        if not isinstance(path, str) or not path:
+            raise ValueError(f"report.reference_runs.{name}: expected a run file path, got {path!r}")
+    return {name: Path(path) for name, path in runs.items()}
+
+
+def reference_metrics(metrics: dict[str, Path], folds: pd.DataFrame, fold_ids: list[int] | None) -> pd.DataFrame:
+    """Per-query metrics of whole-collection runs (``srdiv evaluate`` output) as rows of the tables.
+
+    ``folds``: the collection's ``qid, fold``. Each query is reported in its test fold, and only
+    the queries of ``fold_ids`` (all folds with None) are kept, as the trained rows are.
+    """
+    if fold_ids is not None:
+        folds = folds[folds["fold"].isin([int(k) for k in fold_ids])]
+    frames = []
+    for name, path in metrics.items():
+        values = read_parquet(path)
+        frames.append(values.merge(folds[["qid", "fold"]], on="qid").assign(model=name, variant=""))
+    return pd.concat(frames, ignore_index=True)[COLUMNS] if frames else pd.DataFrame(columns=COLUMNS)
 
 
 def gather_metrics(models_dir: str | Path, params: dict) -> pd.DataFrame:
