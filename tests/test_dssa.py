@@ -17,8 +17,14 @@ VARIANTS = [
     (DSSA, {"cell": "gru", "max_pooling": False, "rnn_input": "vec+rel"}),
     (HDSSA, {"beta": "learned"}),
     (HDSSA, {"beta": "balanced", "cell": "gru"}),
+    (DSSA, {"accumulate": True}),
+    (DSSA, {"accumulate": True, "max_pooling": False}),
+    (HDSSA, {"accumulate": True}),
+    (HDSSA, {"levels": [1]}),
+    (HDSSA, {"levels": [2], "beta": "balanced"}),
 ]
-IDS = ["dssa", "dssa-dot-vanilla", "dssa-rnn-gru", "hdssa", "hdssa-b"]
+IDS = ["dssa", "dssa-dot-vanilla", "dssa-rnn-gru", "hdssa", "hdssa-b", "dssa-cov", "dssa-rnn-cov", "hdssa-cov",
+       "hdssa-1", "hdssa-2"]
 
 
 def make(cls, params, bundle, seed=0):
@@ -191,6 +197,53 @@ def test_gradients_reach_every_parameter(cls, params, bundle):
     for name, p in model.named_parameters():
         assert p.grad is not None and torch.isfinite(p.grad).all(), name
         assert p.grad.abs().sum() > 0, name
+
+
+def test_accumulated_coverage_by_hand():
+    """Extension: a'_{t,i} gains sum_{j<t} log(1 - sigmoid(x_{d_j,i}^T w_c + b_c)); with W_a = 0 and no
+    max-pooling the attention is w_i prod_j (1 - c(d_j, i)), renormalised (xQuAD's novelty)."""
+    b = random_bundle(queries=1, docs=3, subs=2, emb=2, feats=1, pad=False, seed=0)
+    b.sub_feat[:] = [[[[3.0], [0.0], [-1.0]], [[0.0], [2.0], [-1.0]]]]       # x_{d,i}: subtopic i, document d
+    b.sub_weight[:] = [[0.5, 0.5]]
+    model = DSSA(b.dims, lam=1.0, max_pooling=False, accumulate=True, hidden=3, dropout=0.0).eval()
+    with torch.no_grad():
+        model.W_a.zero_()
+        model.w_c.weight[:] = 1.0
+        model.w_c.bias[:] = -0.5
+    batch = b.to_torch()
+    subs = model.subtopics(batch)
+
+    def sigmoid(z):
+        return 1 / (1 + math.exp(-z))
+
+    for context in ([], [0], [0, 2], [1, 0]):
+        seq = torch.tensor([context], dtype=torch.long).reshape(1, len(context))
+        coef = model.attention(model.encode(batch, seq), subs, model.pooled_coverage(subs, seq))[0, -1, 1:]
+        keep = [0.5 * math.prod(1 - sigmoid(b.sub_feat[0, i, j, 0] - 0.5) for j in context) for i in range(2)]
+        np.testing.assert_allclose(coef.detach().numpy(), np.array(keep) / sum(keep), rtol=1e-5)
+    # the paper's max-pooling alone: a non-relevant document after a relevant one changes nothing
+    paper = DSSA(b.dims, lam=1.0, hidden=3, dropout=0.0).eval()
+    with torch.no_grad():
+        paper.W_a.zero_()
+        paper.w_p.weight[:] = 1.0
+    pooled = paper.pooled_coverage(subs, torch.tensor([[0, 2]]))
+    torch.testing.assert_close(pooled[0, 1, 1:], pooled[0, 2, 1:])
+
+
+def test_hdssa_levels_pick_the_layers():
+    b = random_bundle(queries=1, docs=3, subs=2, subs2=3, pad=False, seed=0)
+    b.sub2_parent[:] = [[0, 0, -1]]
+    b.sub2_mask[:] = [[True, True, False]]
+    batch = b.to_torch()
+    full = make(HDSSA, {}, b).subtopics(batch)
+    one = make(HDSSA, {"levels": [1]}, b).subtopics(batch)
+    two = make(HDSSA, {"levels": [2]}, b).subtopics(batch)
+    assert one.layer.tolist() == [0, 1, 1] and two.layer.tolist() == [0, 1, 1, 1, 1, 1]
+    torch.testing.assert_close(one.weight, full.weight[:, :3])
+    torch.testing.assert_close(two.weight, torch.cat([full.weight[:, :1], full.weight[:, 3:]], 1))
+    assert make(HDSSA, {"levels": [2]}, b).layer_weights().shape == (2,)
+    with pytest.raises(ValueError, match="levels"):
+        HDSSA(b.dims, levels=[3])
 
 
 def test_hdssa_beta_balanced_vs_learned(bundle):

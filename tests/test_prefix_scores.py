@@ -15,6 +15,8 @@ MODELS = {
     "dssa-dot-vanilla": (DSSA, {"cell": "vanilla", "attention": "dot", "hidden": 6, "similarity": "dot"}),
     "dssa-rnn-gru": (DSSA, {"cell": "gru", "max_pooling": False, "rnn_input": "vec+rel"}),
     "hdssa": (HDSSA, {"beta": "learned"}),
+    "dssa-coverage": (DSSA, {"accumulate": True}),
+    "hdssa-2-coverage": (HDSSA, {"levels": [2], "accumulate": True}),
     "desa": (DESA, DESA_SMALL),
     "desa-2-2": (DESA, {**DESA_SMALL, "dec_layers": 2}),
     "desa-original": (DESA, {**DESA_SMALL, "subtopics": "original"}),

@@ -44,6 +44,19 @@ Choices where the paper is silent or garbled (each one is a parameter):
   (Section 4.2), so every layer's initial weights sum to 1.
 * HDSSA learned beta = L * softmax(theta), theta = 0 at start: positive, starts
   balanced; the overall scale is absorbed by W_s and w_r. Balanced beta = 1.
+* HDSSA ``levels`` (Table 10): (1, 2) is HDSSA; (1,) HDSSA-1 (query and level-1
+  layers), (2,) HDSSA-2 (query and level-2 layers, childless level-1 suggestions
+  repeated there as in HDSSA).
+
+Extension, not in the paper (``accumulate=True``, off by default). Eq. (7)'s
+max-pooling cannot say "a selected document already covers subtopic i": after a
+relevant and then a non-relevant document the max is unchanged, and attention
+depends on the state h alone. ``accumulate`` adds xQuAD's not-yet-covered
+probability to the attention:
+
+    a'_{t,i} += sum_{j<t} log(1 - c(d_j, i)),   c(d, i) = sigmoid(x_{d,i}^T w_c + b_c)
+
+so a_{t,i} is proportional to w_i exp(A' + max-pool) prod_{j<t} (1 - c(d_j, i)).
 """
 
 from __future__ import annotations
@@ -93,7 +106,8 @@ class SubtopicAttentionRanker(DiversityModel):
 
     Params (Table 8 settings): ``cell`` vanilla | gru | lstm, ``hidden`` U,
     ``attention`` (A') and ``similarity`` (S') general | dot, ``max_pooling``
-    (False: DSSA-RNN), ``rnn_input`` vec | vec+rel, ``dropout`` on h_{t-1}.
+    (False: DSSA-RNN), ``rnn_input`` vec | vec+rel, ``dropout`` on h_{t-1};
+    ``accumulate``: the coverage extension of the module docstring (not in the paper).
     """
 
     sequential: ClassVar[bool] = True
@@ -102,7 +116,7 @@ class SubtopicAttentionRanker(DiversityModel):
     def __init__(
         self, dims: BundleDims, *, cell: str = "lstm", hidden: int = 50, attention: str = "general",
         similarity: str = "general", max_pooling: bool = True, rnn_input: str = "vec",
-        dropout: float = 0.5,
+        dropout: float = 0.5, accumulate: bool = False,
     ):
         super().__init__()
         if cell not in CELLS:
@@ -120,6 +134,7 @@ class SubtopicAttentionRanker(DiversityModel):
         self.dropout = nn.Dropout(dropout)
         self.w_r = nn.Linear(dims.feats, 1, bias=False)
         self.w_p = nn.Linear(dims.feats, 1, bias=False) if max_pooling else None
+        self.w_c = nn.Linear(dims.feats, 1) if accumulate else None
         self.W_a = _bilinear(hidden, dims.emb) if attention == "general" else None
         self.W_s = _bilinear(dims.emb, dims.emb) if similarity == "general" else None
 
@@ -141,6 +156,10 @@ class SubtopicAttentionRanker(DiversityModel):
     def coverage(self, subs: Subtopics) -> torch.Tensor:
         """x_{d,i}^T w_p of every candidate, the signal max-pooled in Eq. (7): ``[B, T, D]``."""
         return subs.project(self.w_p)
+
+    def uncovered(self, subs: Subtopics) -> torch.Tensor:
+        """log(1 - c(d, i)) of every candidate, summed over the selected ones (extension): ``[B, T, D]``."""
+        return -F.softplus(subs.project(self.w_c))                          # log(1 - sigmoid(z)) = -softplus(z)
 
     def attention(self, h: torch.Tensor, subs: Subtopics, pooled: torch.Tensor | None) -> torch.Tensor:
         """beta_{layer(i)} a_{t,i} ``[B, J, T]`` from states h ``[B, J, U]`` and the max-pooled signal ``[B, J, T]``."""
@@ -169,10 +188,17 @@ class SubtopicAttentionRanker(DiversityModel):
         return torch.cat([h_0, out], 1)
 
     def pooled_coverage(self, subs: Subtopics, sequences: torch.Tensor) -> torch.Tensor | None:
-        """max_{j<=l} x_{d_j,i}^T w_p after the first l documents, l = 0..L: ``[B, L+1, T]`` (Eq. 7; 0 for l = 0)."""
-        if not self.max_pooling:
+        """What the selected documents add to a'_{t,i} after the first l of each sequence, l = 0..L:
+        ``[B, L+1, T]`` (0 for l = 0). Eq. (7)'s max_{j<=l} x_{d_j,i}^T w_p, plus with ``accumulate``
+        sum_{j<=l} log(1 - c(d_j, i)); None when there is neither."""
+        terms = []
+        if self.max_pooling:
+            terms.append(_cols(self.coverage(subs), sequences).cummax(2).values)    # [B, T, L]
+        if self.w_c is not None:
+            terms.append(_cols(self.uncovered(subs), sequences).cumsum(2))
+        if not terms:
             return None
-        signal = _cols(self.coverage(subs), sequences).cummax(2).values      # [B, T, L]
+        signal = sum(terms)
         return torch.cat([signal.new_zeros(*signal.shape[:2], 1), signal], 2).transpose(1, 2)
 
     def prefix_scores(self, batch: Batch, rankings: torch.Tensor) -> torch.Tensor:
@@ -209,13 +235,15 @@ class SubtopicAttentionRanker(DiversityModel):
         subs = self.subtopics(batch)
         rel = self.relevance(batch, subs)                                     # [B, T, D]
         signal = self.coverage(subs) if self.max_pooling else None            # [B, T, D]
+        uncovered = self.uncovered(subs) if self.w_c is not None else None    # [B, T, D]
         inputs = self.rnn_inputs(batch, docs)                                 # [B, D, in]
         h = inputs.new_zeros(n_queries, 1, self.cell.hidden_size)             # h_0 [B, 1, U]
-        state, pooled = None, None
+        state, pooled, acc = None, None, None
         order = torch.full((n_queries, n_docs), -1, dtype=torch.long, device=mask.device)
         remaining = mask.clone()
         for t in range(int(mask.sum(1).max())):
-            scores = _mix(self.attention(h, subs, pooled)[:, 0], rel)
+            added = pooled if acc is None else (acc if pooled is None else pooled + acc)
+            scores = _mix(self.attention(h, subs, added)[:, 0], rel)
             best = scores.masked_fill(~remaining, NEG_INF).argmax(1)
             active = remaining.any(1)
             order[:, t] = torch.where(active, best, order[:, t])
@@ -224,6 +252,9 @@ class SubtopicAttentionRanker(DiversityModel):
             if signal is not None:
                 chosen = signal[rows, :, best][:, None]                       # [B, 1, T]
                 pooled = chosen if pooled is None else torch.maximum(pooled, chosen)
+            if uncovered is not None:
+                chosen = uncovered[rows, :, best][:, None]
+                acc = chosen if acc is None else acc + chosen
         return order
 
 
@@ -254,14 +285,19 @@ class HDSSA(SubtopicAttentionRanker):
     """HDSSA-RNNMP (Section 4.2): query, level-1 and level-2 suggestions as three layers.
 
     ``beta="learned"`` is HDSSA, ``beta="balanced"`` is HDSSA-B. There is no lambda:
-    the query's attention plays its role.
+    the query's attention plays its role. ``levels`` (Table 10): the suggestion levels
+    that form layers after the query's, (1, 2) for HDSSA, (1,) HDSSA-1, (2,) HDSSA-2.
     """
 
     joint_softmax = True
-    n_layers = 3
 
-    def __init__(self, dims: BundleDims, *, beta: str = "learned", **params):
+    def __init__(self, dims: BundleDims, *, beta: str = "learned", levels: tuple[int, ...] = (1, 2), **params):
         super().__init__(dims, **params)
+        levels = tuple(levels)
+        if not levels or len(set(levels)) != len(levels) or not set(levels) <= {1, 2}:
+            raise ValueError(f"levels must be (1, 2), (1,) or (2,), got {levels!r}")
+        self.levels = tuple(sorted(levels))
+        self.n_layers = 1 + len(self.levels)
         if beta == "learned":
             self.beta_logits = nn.Parameter(torch.zeros(self.n_layers))
         elif beta == "balanced":
@@ -276,7 +312,7 @@ class HDSSA(SubtopicAttentionRanker):
 
     def subtopics(self, batch: Batch) -> Subtopics:
         """Query (1), level-1 (``sub_weight``), level-2 (parent weight / #children, Eq. 14);
-        childless level-1 suggestions are repeated on layer 2."""
+        childless level-1 suggestions are repeated on the level-2 layer. Only ``levels`` form layers."""
         level1 = _level1(batch)
         parent = batch["sub2_parent"]                                         # [B, K2]
         mask2 = batch["sub2_mask"] & (parent >= 0)
@@ -285,7 +321,8 @@ class HDSSA(SubtopicAttentionRanker):
         weight2 = torch.where(mask2, share.gather(1, parent.clamp(min=0)), 0.0)
         level2 = Subtopics(batch["sub2_vec"], mask2, weight2, [batch["sub2_feat"]])
         childless = Subtopics(level1.vec, level1.mask & (children == 0), level1.weight, level1.feats)
-        return _stack([[_query_as_subtopic(batch)], [level1], [level2, childless]])
+        layers = {1: [level1], 2: [level2, childless]}
+        return _stack([[_query_as_subtopic(batch)], *(layers[k] for k in self.levels)])
 
 
 # --- helpers ---------------------------------------------------------------------

@@ -109,8 +109,11 @@ def build_tables(metrics: pd.DataFrame, params: dict) -> dict[str, Table]:
             continue
         rows += published
         ref = labels.get(spec.get("reference"), spec.get("reference"))
-        tables[f"ablation-{name}"] = results_table(metrics, rows, [""] * len(rows), cfg.main_measures,
-                                                   spec.get("title", name), ref, cfg.alpha, cfg.holm)
+        table = results_table(metrics, rows, [""] * len(rows), cfg.main_measures, spec.get("title", name), ref,
+                              cfg.alpha, cfg.holm)
+        if spec.get("note"):   # where rows differ in more than the one thing the table varies
+            table.note = f"{table.note}\n\n{spec['note']}".strip()
+        tables[f"ablation-{name}"] = table
     if cfg.per_position:
         model = labels.get(cfg.per_position["model"], cfg.per_position["model"])
         baseline = labels.get(cfg.per_position["baseline"], cfg.per_position["baseline"])
