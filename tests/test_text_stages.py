@@ -17,7 +17,7 @@ from srdiv.io import InputError
 from srdiv.text.defaults import DEFAULTS, stage_params
 from srdiv.text.documents import doc_positions, join_columns, load_docs, read_docs
 from srdiv.text.embed import (
-    embed_documents, infer_doc2vec, lda_topics, load_model, prune_vocabulary, read_vectors,
+    embed_documents, infer_doc2vec, lda_terms, lda_topics, load_model, prune_vocabulary, read_vectors,
     write_vectors,
 )
 from srdiv.text.pseudo_docs import concat_tokens, pseudo_document_vectors, query_strings, sum_rows
@@ -107,6 +107,27 @@ def test_embed_writes_vectors_in_document_order(embed_dir, coll):
     assert lda.shape == (30, 4)
     np.testing.assert_allclose(lda.sum(1), 1.0, rtol=1e-5)
     assert (embed_dir / "doc2vec.model").exists() and (embed_dir / "lda.model").exists()
+    _, svd = read_vectors(embed_dir / "svd.parquet")
+    assert svd.shape == (30, 4) and np.abs(svd).sum(1).min() > 0
+
+
+def test_svd_vectors_are_the_truncated_svd_of_the_tfidf_counts(coll, embed_dir):
+    """Document coordinates A S of X = A S B^T (X: tf-idf rows, LDA's vocabulary), up to each
+    component's sign."""
+    from gensim.matutils import Sparse2Corpus, corpus2dense
+
+    from srdiv.text.analysis import tokenize_many
+    from srdiv.text.documents import TEXT_COLUMNS, join_columns
+    from srdiv.text.sparse import count_matrix
+
+    tfidf, lda = load_model(embed_dir, "tfidf"), load_model(embed_dir, "lda")
+    bow = count_matrix(tokenize_many(join_columns(coll.docs, TEXT_COLUMNS)), lda_terms(lda))
+    x = corpus2dense(tfidf[Sparse2Corpus(bow, documents_columns=False)], num_terms=bow.shape[1]).T
+    u, sing, _ = np.linalg.svd(x, full_matrices=False)
+    expected = u[:, :4] * sing[:4]
+    _, svd = read_vectors(embed_dir / "svd.parquet")
+    signs = np.sign((svd * expected).sum(0))
+    np.testing.assert_allclose(svd * signs, expected, atol=1e-3)
 
 
 def test_lda_topics_separate_senses(embed_dir):
@@ -125,6 +146,7 @@ def test_doc2vec_training_is_reproducible(coll, tmp_path):
         embed_documents(coll.docs, stage_params(SMALL_EMBED, "embed"), out)
     assert np.array_equal(read_vectors(a / "doc2vec.parquet")[1], read_vectors(b / "doc2vec.parquet")[1])
     assert np.array_equal(read_vectors(a / "lda.parquet")[1], read_vectors(b / "lda.parquet")[1])
+    assert np.array_equal(read_vectors(a / "svd.parquet")[1], read_vectors(b / "svd.parquet")[1])
 
 
 def test_infer_is_order_and_process_independent_and_zero_without_known_words(embed_dir):
@@ -201,12 +223,17 @@ def test_pseudo_docs_follow_their_bm25_documents(coll, embed_dir, tmp_path):
     senses = doc_keys["docno"].str.rsplit("-", n=1).str[0]
     centroids = {s: doc_lda[(senses == s).to_numpy()].mean(0) for s in ("bass-fish", "bass-music", "bass-voice")}
     assert min(centroids, key=lambda s: np.abs(centroids[s] - lda[row]).sum()) == "bass-fish"
+    _, svd = read_vectors(tmp_path / "svd.parquet")                       # and in the SVD's space
+    _, doc_svd = read_vectors(embed_dir / "svd.parquet")
+    cosine = {s: doc_svd[(senses == s).to_numpy()].mean(0) @ svd[row]
+              / np.linalg.norm(doc_svd[(senses == s).to_numpy()].mean(0)) for s in centroids}
+    assert max(cosine, key=cosine.get) == "bass-fish"
 
 
 def test_pseudo_docs_are_reproducible(coll, embed_dir, tmp_path):
     for out in (tmp_path / "a", tmp_path / "b"):
         pseudo_document_vectors(coll, coll.docs, embed_dir, pseudo_params(), out)
-    for name in ("doc2vec.parquet", "lda.parquet"):
+    for name in ("doc2vec.parquet", "lda.parquet", "svd.parquet"):
         assert np.array_equal(read_vectors(tmp_path / "a" / name)[1], read_vectors(tmp_path / "b" / name)[1])
 
 

@@ -78,6 +78,7 @@ def write_tiny(path, seed: int = 0) -> Collection:
 
 
 SMALL_EMBED = {"embed": {"doc2vec": {"vector_size": 8, "epochs": 5, "min_count": 1},
-                         "lda": {"num_topics": 4, "passes": 2, "no_below": 1, "no_above": 1.0}},
+                         "lda": {"num_topics": 4, "passes": 2, "no_below": 1, "no_above": 1.0},
+                         "svd": {"num_topics": 4}},
                "pseudo_docs": {"z": 3}, "features": {"rank_docs": 6}, "seed": 7}
 """Params that keep the models tiny and the tests fast."""

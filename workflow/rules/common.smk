@@ -29,7 +29,7 @@ FOLDS = [int(f) for f in config["folds"]]
 
 wildcard_constraints:
     fold=r"\d+",
-    repr="doc2vec|lda",
+    repr="doc2vec|lda|svd",
 
 
 def row(model):

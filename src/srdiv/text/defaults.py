@@ -32,6 +32,10 @@ DEFAULTS: dict[str, dict[str, Any]] = {
             "no_below": 2,        # drop terms in fewer documents
             "no_above": 0.5,      # drop terms in a larger share of documents
         },
+        "svd": {                  # LSA on LDA's vocabulary (DSSA Table 8's SVD representation)
+            "num_topics": 100,
+            "power_iters": 2,     # gensim's randomized SVD: more iterations, closer to the exact SVD
+        },
     },
     "pseudo_docs": {
         "z": 20,                  # top-Z BM25 documents per query or suggestion

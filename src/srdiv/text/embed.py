@@ -1,7 +1,11 @@
-"""Distributed document representations: doc2vec (PV-DBOW) and LDA topic vectors.
+"""Distributed document representations: doc2vec (PV-DBOW), LDA topic vectors and SVD (LSA).
 
 DSSA (Section 4.1) represents a document by a vector e_d from SVD, LDA or
 doc2vec; LDA with 100 topics was its best, and NTN used the PLSA analogue.
+The paper does not say which matrix its SVD factorises; here it is latent
+semantic analysis: a truncated SVD of the tf-idf weighted term counts (the
+LDA vocabulary), a document's vector its coordinates in the top
+``num_topics`` singular directions (gensim's ``LsiModel``, seeded).
 DSSA/DESA train doc2vec with window 5, NTN and MDP-DIV with 8. Both models
 learn from all documents (title, body, anchor and URL text analysed by
 :func:`srdiv.text.analysis.tokenize`); queries and suggestions get theirs
@@ -207,8 +211,33 @@ def lda_topics(model, bow: sp.csr_matrix, seed: int, chunk: int = 4096) -> np.nd
     return out
 
 
+# ---------------------------------------------------------------------- SVD (LSA)
+def train_svd(bow: sp.csr_matrix, terms: list[str], params: dict, seed: int):
+    """Fit tf-idf weights and a rank-``num_topics`` truncated SVD of the weighted ``bow [docs, terms]``.
+
+    ``params``: the ``embed.svd`` section (num_topics, power_iters). Returns ``(tfidf, lsi)``.
+    """
+    from gensim.matutils import Sparse2Corpus
+    from gensim.models import LsiModel, TfidfModel
+
+    corpus = Sparse2Corpus(bow, documents_columns=False)
+    tfidf = TfidfModel(corpus, id2word=dict(enumerate(terms)))
+    lsi = LsiModel(tfidf[corpus], id2word=dict(enumerate(terms)), num_topics=int(params["num_topics"]),
+                   power_iters=int(params["power_iters"]), random_seed=seed)
+    return tfidf, lsi
+
+
+def svd_vectors(tfidf, lsi, bow: sp.csr_matrix) -> np.ndarray:
+    """Coordinates ``[rows, num_topics]`` of the tf-idf weighted rows of ``bow`` (the models' term ids)
+    in the SVD's topic space (fold-in); empty rows get zeros."""
+    from gensim.matutils import Sparse2Corpus, corpus2dense
+
+    corpus = lsi[tfidf[Sparse2Corpus(sp.csr_matrix(bow), documents_columns=False)]]
+    return corpus2dense(corpus, num_terms=lsi.num_topics, num_docs=bow.shape[0]).T.astype(np.float32)
+
+
 # ------------------------------------------------------------------------- stage
-MODEL_FILES = {"doc2vec": "doc2vec.model", "lda": "lda.model"}
+MODEL_FILES = {"doc2vec": "doc2vec.model", "lda": "lda.model", "tfidf": "tfidf.model", "svd": "svd.model"}
 """Trained models in the stage's output directory (gensim's own format, with companion files)."""
 
 
@@ -223,13 +252,14 @@ def save_model(model, out_dir: Path, name: str) -> None:
 
 
 def load_model(embed_dir: str | os.PathLike, kind: str):
-    """Load the trained ``doc2vec`` or ``lda`` model saved by :func:`embed_documents`."""
-    from gensim.models import Doc2Vec, LdaModel
+    """Load a model saved by :func:`embed_documents`: ``doc2vec``, ``lda``, ``tfidf`` or ``svd``."""
+    from gensim.models import Doc2Vec, LdaModel, LsiModel, TfidfModel
 
     path = Path(embed_dir) / MODEL_FILES[kind]
     if not path.exists():
         raise InputError(path, f"trained {kind} model not found (run 'srdiv embed' first)")
-    return (Doc2Vec if kind == "doc2vec" else LdaModel).load(str(path))
+    cls = {"doc2vec": Doc2Vec, "lda": LdaModel, "tfidf": TfidfModel, "svd": LsiModel}[kind]
+    return cls.load(str(path))
 
 
 def lda_terms(model) -> pd.Index:
@@ -238,7 +268,8 @@ def lda_terms(model) -> pd.Index:
 
 
 def embed_documents(docs: pd.DataFrame, params: dict, out_dir: str | os.PathLike) -> dict[str, float]:
-    """Train doc2vec and LDA on ``docs`` and write ``doc2vec.parquet``, ``lda.parquet`` and the models.
+    """Train doc2vec, LDA and SVD on ``docs``; write ``doc2vec.parquet``, ``lda.parquet``, ``svd.parquet``
+    and the models.
 
     ``params``: the ``embed`` section from :func:`srdiv.text.defaults.stage_params`.
     Returns seconds per step.
@@ -273,4 +304,11 @@ def embed_documents(docs: pd.DataFrame, params: dict, out_dir: str | os.PathLike
     warn_zero(int((~topics.any(axis=1)).sum()), len(docs), "documents have no word in the LDA vocabulary")
     write_vectors(keys, topics, out_dir / "lda.parquet")
     times["lda"] = time.perf_counter() - tic
+
+    tic = time.perf_counter()
+    tfidf, svd = train_svd(bow[:, keep], [terms[i] for i in keep], params["svd"], seed)
+    save_model(tfidf, out_dir, MODEL_FILES["tfidf"])
+    save_model(svd, out_dir, MODEL_FILES["svd"])
+    write_vectors(keys, svd_vectors(tfidf, svd, bow[:, keep]), out_dir / "svd.parquet")
+    times["svd"] = time.perf_counter() - tic
     return times

@@ -66,7 +66,7 @@ def retrieve(docs: pd.DataFrame, texts: list[str], params: dict) -> np.ndarray:
 
 def pseudo_document_vectors(coll: Collection, docs: pd.DataFrame, embed_dir, params: dict,
                             out_dir) -> dict[str, float]:
-    """Write ``doc2vec.parquet`` and ``lda.parquet`` (``qid, sugg_id, vector``) under ``out_dir``.
+    """Write ``doc2vec.parquet``, ``lda.parquet`` and ``svd.parquet`` (``qid, sugg_id, vector``) under ``out_dir``.
 
     ``params``: :func:`srdiv.text.defaults.stage_params` of ``pseudo_docs``
     with BM25's ``k1`` and ``b`` added from ``features``. Returns seconds per step.
@@ -76,7 +76,8 @@ def pseudo_document_vectors(coll: Collection, docs: pd.DataFrame, embed_dir, par
 
     from srdiv.text.analysis import tokenize_many
     from srdiv.text.documents import TEXT_COLUMNS, join_columns
-    from srdiv.text.embed import infer_doc2vec, lda_topics, lda_terms, load_model, warn_zero, write_vectors
+    from srdiv.text.embed import (infer_doc2vec, lda_terms, lda_topics, load_model, svd_vectors, warn_zero,
+                                  write_vectors)
     from srdiv.text.sparse import count_matrix
 
     out_dir = Path(out_dir)
@@ -103,7 +104,12 @@ def pseudo_document_vectors(coll: Collection, docs: pd.DataFrame, embed_dir, par
     times["doc2vec"] = time.perf_counter() - tic
 
     tic = time.perf_counter()
-    bow = count_matrix(tokens, lda_terms(lda))
-    write_vectors(keys, lda_topics(lda, sum_rows(bow, unique_idx), seed)[same.ravel()], out_dir / "lda.parquet")
+    bow = sum_rows(count_matrix(tokens, lda_terms(lda)), unique_idx)
+    write_vectors(keys, lda_topics(lda, bow, seed)[same.ravel()], out_dir / "lda.parquet")
     times["lda"] = time.perf_counter() - tic
+
+    tic = time.perf_counter()     # the SVD shares LDA's vocabulary (srdiv.text.embed.embed_documents)
+    tfidf, svd = load_model(embed_dir, "tfidf"), load_model(embed_dir, "svd")
+    write_vectors(keys, svd_vectors(tfidf, svd, bow)[same.ravel()], out_dir / "svd.parquet")
+    times["svd"] = time.perf_counter() - tic
     return times
