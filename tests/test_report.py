@@ -59,6 +59,16 @@ def test_main_table_means_bold_and_markers():
     assert abl.markers.at["DSSA (dot)", "NRBP"] == "▼"
 
 
+def test_an_ablation_note_follows_the_tests_note():
+    metrics, _ = fake_metrics()
+    dssa = {**PARAMS["report"]["ablations"]["dssa"], "note": "DSSA (dot) also has 100 hidden units."}
+    params = {**PARAMS, "report": {**PARAMS["report"], "ablations": {"dssa": dssa}}}
+    table = build_tables(metrics, params)["ablation-dssa"]
+    assert table.note.startswith("▲/▼") and table.note.endswith("DSSA (dot) also has 100 hidden units.")
+    assert "100 hidden units" in table.to_markdown() and "100 hidden units" in table.to_latex()
+    assert build_tables(metrics, PARAMS)["ablation-dssa"].note.startswith("▲/▼")
+
+
 def test_an_ablation_table_whose_rows_did_not_run_is_not_written():
     metrics, _ = fake_metrics()
     params = {**PARAMS, "report": {**PARAMS["report"], "ablations": {
