@@ -11,7 +11,7 @@ GPUS   ?= $(if $(filter-out 0,$(NGPU)),$(NGPU),$(CORES))
 SMK     = $(BIN)/snakemake --cores $(CORES) --resources gpu=$(GPUS)
 export PATH := $(abspath $(BIN)):$(PATH)
 
-.PHONY: install run run-ablations run-desa-ablations run-all smoke test dvc-yaml trec
+.PHONY: install run run-ablations run-sweeps run-desa-ablations run-all smoke test dvc-yaml trec
 
 $(STAMP): pyproject.toml
 	@command -v $(PYTHON) >/dev/null || { echo "need $(PYTHON)"; exit 1; }
@@ -29,6 +29,10 @@ run: $(STAMP)
 ## the papers' ablation rows but DESA's, at full budget (results/wordnet-div-ablations)
 run-ablations: $(STAMP)
 	$(SMK) --configfile params.yaml config/ablations.yaml
+
+## DSSA Figure 7 sweeps (permutations N, hidden size U) at full budget (results/wordnet-div-sweeps)
+run-sweeps: $(STAMP)
+	$(SMK) --configfile params.yaml config/sweeps.yaml
 
 ## DESA Table 3 at full budget (results/wordnet-div-desa-ablations; many CPU-hours without a GPU)
 run-desa-ablations: $(STAMP)

@@ -59,6 +59,18 @@ def test_a_study_trains_and_reports_apart_from_the_main_run(in_root):
     assert "work/wordnet-div-smoke/models/" not in log
 
 
+def test_a_row_with_its_own_sample_settings_gets_its_own_samples(in_root, tmp_path):
+    overlay = tmp_path / "rows.yaml"
+    overlay.write_text("run_models: [DSSA, DSSA-N5]\n")
+    env = {**os.environ, "PATH": f"{BIN}:{os.environ['PATH']}"}
+    out = subprocess.run([str(BIN / "snakemake"), "-n", "-p", "--forceall", "--cores", "1", "--configfile",
+                          *map(str, SMOKE), str(overlay)], capture_output=True, text=True, env=env, cwd=ROOT)
+    assert out.returncode == 0, out.stderr[-3000:]
+    log = out.stdout + out.stderr
+    assert "--out work/wordnet-div-smoke/samples/permutations5/fold1 " in log and "--row DSSA-N5" in log
+    assert "work/wordnet-div-smoke/samples/fold1/samples.npz" in log            # DSSA's, shared
+
+
 def _copy_project(dest: Path) -> None:
     files = subprocess.run(["git", "ls-files", "-co", "--exclude-standard"], capture_output=True, text=True,
                            cwd=ROOT, check=True).stdout.split()

@@ -72,9 +72,11 @@ def test_an_ablation_note_follows_the_tests_note():
 def test_an_ablation_table_whose_rows_did_not_run_is_not_written():
     metrics, _ = fake_metrics()
     params = {**PARAMS, "report": {**PARAMS["report"], "ablations": {
-        **PARAMS["report"]["ablations"], "ntn": {"title": "NTN", "runs": ["R-LTR", "R-LTR-NTN"], "reference": "R-LTR"}}}}
+        **PARAMS["report"]["ablations"], "ntn": {"title": "NTN", "runs": ["R-LTR", "R-LTR-NTN"], "reference": "R-LTR"},
+        "one": {"title": "one row run", "runs": ["DSSA", "DSSA-N1"], "reference": "DSSA"}}}}
     tables = build_tables(metrics, params)
     assert "ablation-dssa" in tables and "ablation-ntn" not in tables
+    assert "ablation-one" not in tables                       # a table of one row compares nothing
 
 
 def test_pvalues_match_scipy_and_holm():
@@ -103,8 +105,12 @@ def test_build_report_writes_every_format(tmp_path):
     ppath.write_text(yaml.safe_dump(PARAMS))
     overlay = tmp_path / "overlay.yaml"
     overlay.write_text("train: {epochs: 1}\n")
-    written = build_report(mpath, PARAMS, [ppath, overlay], tmp_path / "out")
+    params = {**PARAMS, "report": {**PARAMS["report"], "sweeps": {
+        "hidden": {"title": "U", "x": "U", "runs": {"DSSA": 50, "DSSA-dot": 100}},
+        "absent": {"title": "not run", "x": "N", "runs": {"DSSA-N1": 1, "DSSA": 10}}}}}
+    written = build_report(mpath, params, [ppath, overlay], tmp_path / "out")
     names = {p.relative_to(tmp_path / "out").as_posix() for p in written}
+    assert "plots/sweeps.png" in names                      # one panel: the sweep with at least two rows run
     for stem in ("main", "cutoffs", "ablation-dssa", "per-position"):
         assert {f"tables/{stem}.md", f"tables/{stem}.tex", f"tables/{stem}.html"} <= names
     assert "plots/per-query-differences.png" in names and "plots/per-query-differences.svg" in names

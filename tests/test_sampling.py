@@ -217,3 +217,22 @@ def test_samples_round_trip_and_query_rows(tmp_path):
         loaded.query_rows(bundle.truncate(4))
     with pytest.raises(ValueError):
         loaded.query_rows(bundle.select([0, 1]))
+
+
+def test_a_row_samples_with_its_own_settings(tmp_path):
+    """``models.<row>.samples`` overrides the section for that row; its samples live under their own key."""
+    from srdiv.sampling.samples import SampleSettings, samples_key
+
+    params = {"samples": {"permutations": 10, "draw": "prefixes"},
+              "models": {"A": {"model": "dssa"}, "B": {"model": "dssa", "samples": {"permutations": 3}}}}
+    assert SampleSettings.from_params(params, "A").permutations == 10
+    assert SampleSettings.from_params(params, "B") == SampleSettings(permutations=3, draw="prefixes")
+    assert samples_key(params, "A") == "" and samples_key(params, "B") == "permutations3"
+    bad = {**params, "models": {"C": {"model": "dssa", "samples": {"perms": 3}}}}
+    with pytest.raises(ValueError, match="perms"):
+        SampleSettings.from_params(bad, "C")
+    bundle = random_bundle(queries=3, docs=6, subtopics=3, pad=False, seed=0)
+    few = make_samples(bundle, SampleSettings.from_params(params, "B"), 0).list_pairwise
+    many = make_samples(bundle, SampleSettings.from_params(params, "A"), 0).list_pairwise
+    assert np.bincount(few.sequence_query).tolist() == [4, 4, 4]      # the ideal ranking and N = 3 permutations
+    assert np.bincount(many.sequence_query).tolist() == [11, 11, 11]

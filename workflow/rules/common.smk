@@ -1,5 +1,6 @@
 # Names shared by the rules: the dataset, its paths, the model rows and folds to run.
 
+from srdiv.sampling.samples import samples_key
 from srdiv.train.config import run_rows
 from srdiv.train.gather import reference_runs
 
@@ -29,6 +30,7 @@ FOLDS = [int(f) for f in config["folds"]]
 
 wildcard_constraints:
     fold=r"\d+",
+    sampling=r"([A-Za-z0-9_.+-]+/)?fold\d+",
     repr="doc2vec|lda|svd",
 
 
@@ -51,6 +53,12 @@ def prior(model):
 
 def trainable(model):
     return bool(row(model).get("objective"))
+
+
+def samples_file(model, fold):
+    """The samples a row trains on: the shared ones or those of its own ``samples`` settings."""
+    key = samples_key(config, model)
+    return f"{WORK}/samples/{key + '/' if key else ''}fold{fold}/samples.npz"
 
 
 def model_dir(model, fold):

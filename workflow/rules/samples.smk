@@ -1,4 +1,18 @@
 # samples: DSSA list-pairwise samples (Algorithm 1) and PAMM rankings of each trial's training queries.
+# Rows share samples/fold<k>; a row with its own `samples` settings (e.g. DSSA Figure 7's number of
+# permutations) gets samples/<key>/fold<k> (srdiv.sampling.samples.samples_key).
+
+
+def sampling_fold(wildcards):
+    return int(wildcards.sampling.rsplit("fold", 1)[1])
+
+
+def sampling_row(wildcards):
+    """``--row R`` for a keyed sampling: the first row with that key (rows with one key share it)."""
+    key = wildcards.sampling.rpartition("/")[0]
+    if not key:
+        return ""
+    return "--row " + next(r for r in required_rows() if samples_key(config, r) == key)
 
 
 rule samples:
@@ -6,14 +20,16 @@ rule samples:
         bundle=f"{WORK}/bundle/{DEFAULT_REPR}.npz",
         collection=COLLECTION,
     output:
-        f"{WORK}/samples/fold{{fold}}/samples.npz",
+        f"{WORK}/samples/{{sampling}}/samples.npz",
     params:
         sections=["seed", "samples", "train"],
-        out=f"{WORK}/samples/fold{{fold}}",
+        out=f"{WORK}/samples/{{sampling}}",
+        fold=sampling_fold,
+        row=sampling_row,
     log:
-        f"{LOGS}/samples-fold{{fold}}.log",
+        f"{LOGS}/samples/{{sampling}}.log",
     benchmark:
-        f"{BENCH}/samples/fold{{fold}}.tsv"
+        f"{BENCH}/samples/{{sampling}}.tsv"
     shell:
-        "srdiv samples --bundle {input.bundle} --collection {input.collection} --fold {wildcards.fold}"
+        "srdiv samples --bundle {input.bundle} --collection {input.collection} --fold {params.fold} {params.row}"
         " {PARAMS} --out {params.out} 2> {log}"

@@ -4,7 +4,7 @@
 def train_inputs(wildcards):
     inputs = {"bundle": f"{WORK}/bundle/{representation(wildcards.model)}.npz", "collection": COLLECTION}
     if trainable(wildcards.model):
-        inputs["samples"] = f"{WORK}/samples/fold{wildcards.fold}/samples.npz"
+        inputs["samples"] = samples_file(wildcards.model, wildcards.fold)
     if prior(wildcards.model):
         inputs["prior"] = f"{model_dir(prior(wildcards.model), wildcards.fold)}/model.pt"
     return inputs

@@ -59,6 +59,7 @@ class ReportConfig:
     ablations: dict[str, dict] = field(default_factory=dict)
     per_position: dict | None = None
     reference_runs: dict[str, str] = field(default_factory=dict)
+    sweeps: dict[str, dict] = field(default_factory=dict)
 
     @classmethod
     def from_params(cls, params: dict) -> "ReportConfig":
@@ -105,7 +106,7 @@ def build_tables(metrics: pd.DataFrame, params: dict) -> dict[str, Table]:
     published = [s.label for s in specs if s.group == "published" and s.label in present]
     for name, spec in cfg.ablations.items():
         rows = [run for run in (labels.get(k, k) for k in spec["runs"]) if run in present]
-        if not rows:  # a study that ran none of this table's rows
+        if len(rows) < 2:  # a study that ran at most one of this table's rows: nothing to compare
             continue
         rows += published
         ref = labels.get(spec.get("reference"), spec.get("reference"))
@@ -237,6 +238,7 @@ def build_report(metrics_path: Path, params: dict, params_paths: list[Path], out
 
     labelled = with_run_labels(metrics)
     specs = run_specs(params)
+    labels = {s.key: s.label for s in specs}
     main_runs = [s.label for s in specs if not s.variant and s.label in set(labelled["run"])]
     plot_dir = out_dir / "plots"
     plot_dir.mkdir(parents=True, exist_ok=True)
@@ -244,6 +246,11 @@ def build_report(metrics_path: Path, params: dict, params_paths: list[Path], out
     if reference is not None:
         written += plots.per_query_differences(labelled, main_runs, reference, "alpha_nDCG@20",
                                                plot_dir / "per-query-differences")
+    panels = {name: {**spec, "points": {labels[k]: x for k, x in spec["runs"].items() if k in labels}}
+              for name, spec in cfg.sweeps.items()}
+    panels = {name: spec for name, spec in panels.items() if len(set(spec["points"]) & set(labelled["run"])) > 1}
+    if panels:
+        written += plots.sweeps(labelled, panels, "alpha_nDCG@20", plot_dir / "sweeps")
     if metric_at_k is not None and not metric_at_k.empty:
         written += plots.metric_at_k(metric_at_k, "α-nDCG@k", plot_dir / "alpha-ndcg-at-k")
     if models_dir is not None:

@@ -1,4 +1,4 @@
-"""Figures (PNG and SVG): learning curves, metric at k, per-query differences."""
+"""Figures (PNG and SVG): learning curves, metric at k, per-query differences, sweeps."""
 
 from __future__ import annotations
 
@@ -8,7 +8,9 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
+from scipy import stats  # noqa: E402
 
 from srdiv.io import atomic_path  # noqa: E402
 from srdiv.report.stats import per_query  # noqa: E402
@@ -67,4 +69,25 @@ def per_query_differences(metrics: pd.DataFrame, runs: list[str], reference: str
     ax.axhline(0.0, color="black", linewidth=0.8)
     ax.set(xlabel="queries (sorted by difference)", ylabel=f"{measure}: run − {reference}")
     ax.legend(fontsize=7, ncol=2)
+    return save(fig, out_stem)
+
+
+def sweeps(metrics: pd.DataFrame, panels: dict[str, dict], measure: str, out_stem: Path) -> list[Path]:
+    """One panel per sweep: mean ``measure`` over queries with its 95% t-interval against the swept value.
+
+    ``panels``: name -> ``{title, x, points: {run label: x value}}``; runs absent from ``metrics`` are left out.
+    """
+    wide = per_query(metrics, measure)
+    fig, axes = plt.subplots(1, len(panels), figsize=(4.5 * len(panels), 3.6), squeeze=False)
+    for ax, spec in zip(axes[0], panels.values()):
+        points = sorted((x, run) for run, x in spec["points"].items() if run in wide.columns)
+        xs = np.array([x for x, _ in points], dtype=float)
+        values = [wide[run].dropna() for _, run in points]
+        means = np.array([v.mean() for v in values])
+        half = np.array([stats.t.ppf(0.975, len(v) - 1) * v.std(ddof=1) / np.sqrt(len(v)) for v in values])
+        ax.errorbar(xs, means, yerr=half, marker="o", capsize=3, color="tab:blue")
+        ax.set(title=spec.get("title", ""), xlabel=spec.get("x", ""), ylabel=f"{measure} (mean, 95% CI)")
+        ax.set_xticks(xs)
+        ax.grid(alpha=0.3)
+    fig.tight_layout()
     return save(fig, out_stem)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Optional
 
 import typer
 
@@ -13,6 +14,7 @@ def samples(
     fold: int = typer.Option(..., help="Test fold of the trial whose training queries are sampled."),
     params: list[Path] = typer.Option(..., "--params", help="params.yaml (repeat to merge overlays)."),
     out: Path = typer.Option(..., help="Output directory, e.g. work/<dataset>/samples/fold<k> (samples.npz)."),
+    row: Optional[str] = typer.Option(None, help="A models row whose own `samples` settings override the section."),
 ) -> None:
     """Sample the training queries of trial FOLD (top train_docs candidates), seeded by (seed, fold)."""
     import time
@@ -28,7 +30,7 @@ def samples(
     split = fold_split(load_collection(collection).folds, fold)
     train = select_queries(Bundle.load(bundle), split.train).truncate(TrainSettings.from_params(loaded).train_docs)
     start = time.perf_counter()
-    made = make_samples(train, SampleSettings.from_params(loaded), [loaded.get("seed", 0), fold])
+    made = make_samples(train, SampleSettings.from_params(loaded, row), [loaded.get("seed", 0), fold])
     made.save(out / SAMPLES_FILE)
     lp = made.list_pairwise
     typer.echo(f"samples fold {fold}: {len(train)} queries, {len(lp.context_sequence)} contexts "

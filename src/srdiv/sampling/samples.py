@@ -54,8 +54,28 @@ class SampleSettings:
     pamm_metric: str = "alpha_nDCG@20"
 
     @classmethod
-    def from_params(cls, params: dict) -> "SampleSettings":
-        return cls(**(params.get("samples") or {}))
+    def from_params(cls, params: dict, row: str | None = None) -> "SampleSettings":
+        """The ``samples`` section, with the ``samples`` overrides of ``models.<row>`` merged in."""
+        return cls(**{**(params.get("samples") or {}), **row_overrides(params, row)})
+
+
+def row_overrides(params: dict, row: str | None) -> dict:
+    """A row's own ``samples`` settings (e.g. ``{permutations: 5}`` for DSSA Figure 7), ``{}`` for none."""
+    if row is None:
+        return {}
+    entry = (params.get("models") or {}).get(row)
+    if entry is None:
+        raise KeyError(f"params.yaml has no models.{row}")
+    overrides = entry.get("samples") or {}
+    unknown = set(overrides) - {f.name for f in fields(SampleSettings)}
+    if unknown:
+        raise ValueError(f"models.{row}.samples: unknown keys {sorted(unknown)}")
+    return overrides
+
+
+def samples_key(params: dict, row: str) -> str:
+    """The directory under ``samples/`` of a row's samples: ``""`` (the shared ones) or e.g. ``permutations5``."""
+    return "-".join(f"{k}{v}" for k, v in sorted(row_overrides(params, row).items()))
 
 
 @dataclass

@@ -113,10 +113,11 @@ def model_spec(params: dict, row: str) -> ModelSpec:
         raise KeyError(f"params.yaml has no models.{row} (rows: {', '.join(models) or 'none'})")
     entry = dict(models[row])
     known = {"model", "objective", "group", "params", "objective_params", "optim", "train", "tune",
-             "variant_of", "variant", "representation"}
+             "variant_of", "variant", "representation", "samples"}
     unknown = set(entry) - known
     if unknown or "model" not in entry:
         raise ValueError(f"models.{row}: needs 'model'; unknown keys {sorted(unknown)}")
     entry["train"] = TrainSettings.from_params(params, entry.get("train"))
+    entry.pop("samples", None)           # read by ``srdiv samples --row`` (srdiv.sampling.samples.row_overrides)
     entry = {k: v for k, v in entry.items() if v is not None}
     return ModelSpec(row=row, **entry)
