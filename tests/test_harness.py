@@ -195,6 +195,8 @@ def test_trained_model_and_prior_round_trip(tmp_path):
     listmle_valid = json.loads((tmp_path / "ListMLE/fold1/hparams.json").read_text())["valid"]
     assert hparams["grid"][0]["valid"] == pytest.approx(listmle_valid)
     saved = Trained.load(tmp_path / "Prior" / "fold1")
+    saved.save(tmp_path / "again.pt")                        # same model, same bytes (DVC and git see no change)
+    assert (tmp_path / "again.pt").read_bytes() == (tmp_path / "Prior" / "fold1" / "model.pt").read_bytes()
     model = saved.build()
     assert not any(p.requires_grad for p in model.parameters())
     assert torch.equal(model.prior.linear.weight, listmle.build().linear.weight)

@@ -45,6 +45,18 @@ def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
         raise
 
 
+def save_torch(obj, path: str | os.PathLike) -> None:
+    """``torch.save`` atomically, the same bytes for the same object.
+
+    Saved to a file name, torch names the archive's records after that (temporary, random) name;
+    through a file object they are always ``archive/...``.
+    """
+    import torch
+
+    with atomic_path(path) as tmp, open(tmp, "wb") as fh:
+        torch.save(obj, fh)
+
+
 def write_parquet(df: pd.DataFrame, path: str | os.PathLike) -> None:
     """Write a frame as zstd-compressed Parquet, atomically."""
     with atomic_path(path) as tmp:

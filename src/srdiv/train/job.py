@@ -37,7 +37,7 @@ import torch
 
 from srdiv.collection.schema import Collection
 from srdiv.features.bundle import Bundle, BundleDims, FeatureScaler
-from srdiv.io import atomic_path, existing_file, write_parquet, write_text
+from srdiv.io import existing_file, save_torch, write_parquet, write_text
 from srdiv.metrics.runs import write_trec_run
 from srdiv.models.base import DiversityModel
 from srdiv.registry import MODELS, OBJECTIVES, Registry
@@ -108,8 +108,7 @@ class Trained:
         return model.requires_grad_(False).eval().to(device)
 
     def save(self, path: str | Path) -> None:
-        with atomic_path(path) as tmp:
-            torch.save(self.to_dict(), tmp)
+        save_torch(self.to_dict(), path)
 
     @classmethod
     def load(cls, path: str | Path) -> "Trained":

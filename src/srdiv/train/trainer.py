@@ -27,7 +27,7 @@ import torch
 from tqdm.auto import tqdm
 
 from srdiv.features.bundle import Bundle
-from srdiv.io import atomic_path
+from srdiv.io import save_torch
 from srdiv.models.base import DiversityModel
 from srdiv.train.config import TrainSettings
 from srdiv.train.objective import Objective
@@ -154,8 +154,7 @@ class Trainer:
             "batch_rng": batch_rng.bit_generator.state, "torch_rng": torch.get_rng_state(),
             "cuda_rng": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else [], "state": state,
         }
-        with atomic_path(self.checkpoint) as tmp:
-            torch.save(payload, tmp)
+        save_torch(payload, self.checkpoint)
 
     def _load(self) -> dict | None:
         if self.checkpoint is None or not self.checkpoint.exists():
