@@ -9,6 +9,7 @@ commands and nothing else.
 from __future__ import annotations
 
 import importlib
+import signal
 import sys
 
 import typer
@@ -33,13 +34,29 @@ for _name in COMMAND_MODULES:
     importlib.import_module(_name).register(app)
 
 
+class Terminated(BaseException):
+    """SIGTERM, raised where the program is so that ``finally`` blocks and atomic writes clean up."""
+
+
+def _terminate(signum, frame) -> None:
+    raise Terminated()
+
+
+INTERRUPTED = {130: "SIGINT", 143: "SIGTERM"}
+"""Exit status of an interrupted command: 128 + the signal's number, as a shell reports a killed process."""
+
+
 def main() -> None:
-    """Entry point: bad input ends with one clear line and exit status 2."""
+    """Entry point: bad input ends with one clear line and exit status 2; an interrupt is never success
+    (SIGINT 130, SIGTERM 143, one line saying so)."""
+    signal.signal(signal.SIGTERM, _terminate)
     try:
-        app(standalone_mode=False)
+        code = app(standalone_mode=False)    # typer turns Ctrl-C into the return value 130
     except InputError as err:
         typer.secho(f"error: {err}", err=True, fg=typer.colors.RED)
         sys.exit(2)
+    except Terminated:
+        code = 143
     except typer.Abort:
         sys.exit(1)
     except Exception as err:  # click usage errors carry their own exit code
@@ -48,4 +65,9 @@ def main() -> None:
             raise
         if hasattr(err, "show"):
             err.show()
+        sys.exit(code)
+    if isinstance(code, int) and code:
+        if code in INTERRUPTED:
+            typer.secho(f"interrupted by {INTERRUPTED[code]}: stopped before finishing (files being written "
+                        f"were discarded; run it again)", err=True, fg=typer.colors.RED)
         sys.exit(code)

@@ -1,0 +1,68 @@
+"""An interrupt is never success: SIGINT exits 130 and SIGTERM 143 from every command, with one line."""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+import srdiv.collection.schema as schema
+from srdiv.cli import main
+
+ROOT = Path(__file__).resolve().parents[1]
+SRDIV = Path(sys.executable).parent / "srdiv"
+
+
+@pytest.fixture()
+def evaluate_argv(tmp_path, monkeypatch):
+    out = tmp_path / "metrics.parquet"
+    monkeypatch.setattr(sys, "argv", ["srdiv", "evaluate", "--collection", str(tmp_path), "--run", str(tmp_path / "r"),
+                                      "--out", str(out)])
+    previous = signal.getsignal(signal.SIGTERM)
+    yield out
+    signal.signal(signal.SIGTERM, previous)
+
+
+def test_ctrl_c_in_a_command_exits_130(evaluate_argv, monkeypatch, capsys):
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(schema, "load_collection", interrupted)
+    with pytest.raises(SystemExit) as stop:
+        main()
+    assert stop.value.code == 130
+    assert "interrupted by SIGINT" in capsys.readouterr().err
+    assert not evaluate_argv.exists()
+
+
+def test_sigterm_in_a_command_exits_143_through_the_cleanup(evaluate_argv, monkeypatch, capsys):
+    cleaned = []
+
+    def terminated(*args, **kwargs):
+        try:
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(10)
+        finally:
+            cleaned.append(True)          # finally blocks (and atomic writes' cleanup) still run
+
+    monkeypatch.setattr(schema, "load_collection", terminated)
+    with pytest.raises(SystemExit) as stop:
+        main()
+    assert stop.value.code == 143 and cleaned == [True]
+    assert "interrupted by SIGTERM" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("sig,codes", [(signal.SIGINT, (130, -signal.SIGINT)), (signal.SIGTERM, (143, -signal.SIGTERM))])
+def test_a_real_command_stopped_by_a_signal_fails(sig, codes, tmp_path):
+    """``srdiv embed`` on the default collection, signalled after 4 s: a failure status, no finished output."""
+    proc = subprocess.Popen([str(SRDIV), "embed", "--collection", "data/collections/wordnet-div", "--params",
+                             "params.yaml", "--out", str(tmp_path / "embed")], cwd=ROOT,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    time.sleep(4)
+    proc.send_signal(sig)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode in codes, err[-2000:]
+    assert not list(tmp_path.glob("embed/*.parquet"))
