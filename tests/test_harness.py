@@ -233,6 +233,30 @@ def test_job_resumes_after_a_killed_epoch_with_identical_metrics(tmp_path):
     assert a[["epoch", "loss", "valid"]].equals(b[["epoch", "loss", "valid"]])
 
 
+def test_a_resume_after_changed_inputs_starts_over(tmp_path):
+    """The checkpoint's fingerprint covers the content of the samples (and bundle, qrels, folds, prior):
+    killed, then restarted on other samples, the job trains from epoch 1 and ends as a clean run does."""
+    bundle, coll = make_data()
+    from srdiv.sampling.samples import SampleSettings, make_samples
+    from srdiv.train.folds import select_queries
+
+    train = select_queries(bundle, fold_split(coll.folds, 3).train).truncate(PARAMS["train"]["train_docs"])
+    old, new = (make_samples(train, SampleSettings(permutations=2), [seed, 3]) for seed in (7, 8))
+
+    def kill(epoch, record):
+        if epoch == 2:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        _job(tmp_path / "cut", "LP", bundle, coll, fold=3, samples=old, callbacks=[kill])
+    epochs = []
+    _job(tmp_path / "cut", "LP", bundle, coll, fold=3, samples=new, callbacks=[lambda e, r: epochs.append(e)])
+    assert epochs == [1, 2, 3, 4]
+    _job(tmp_path / "clean", "LP", bundle, coll, fold=3, samples=new)
+    a, b = (pd.read_parquet(tmp_path / f"{x}/LP/fold3/curve.parquet") for x in ("cut", "clean"))
+    assert a[["epoch", "loss", "valid"]].equals(b[["epoch", "loss", "valid"]])
+
+
 def test_gather_labels_rows_as_the_report_reads_them(tmp_path):
     bundle, coll = make_data()
     for row in ("Initial", "ListMLE"):

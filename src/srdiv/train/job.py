@@ -27,7 +27,7 @@ import json
 import pkgutil
 import shutil
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -175,6 +175,7 @@ def run_job(spec: ModelSpec, bundle: Bundle, collection: Collection, fold: int, 
         return valid_scorer.mean(run, settings.valid_measure)
 
     start = time.perf_counter()
+    inputs = inputs_digest(bundle, collection, samples, prior)
     grid = spec.grid()
     tuned = []
     for i, point in enumerate(grid):
@@ -185,7 +186,7 @@ def run_job(spec: ModelSpec, bundle: Bundle, collection: Collection, fold: int, 
             objective = lookup(OBJECTIVES, point_spec.objective)(**point_spec.objective_params)
             objective.samples = samples
             trainer = Trainer(point_spec.train, point_spec.optim, device, seed, out / "tune" / f"point{i}.pt",
-                              _fingerprint(point_spec, seed, fold), callbacks, progress,
+                              _fingerprint(point_spec, seed, fold, inputs), callbacks, progress,
                               desc=f"{spec.row} fold{fold} point {i + 1}/{len(grid)}")
             fit = trainer.fit(model, objective, data.train, validate)
             tuned.append(TunedPoint(point, point_spec, fit.valid, fit.epoch, model, fit.curve))
@@ -241,10 +242,45 @@ def _prior_model(spec: ModelSpec, prior: Trained | None, scaler: FeatureScaler,
     return prior.build(device)
 
 
-def _fingerprint(spec: ModelSpec, seed: int, fold: int) -> str:
-    """Identifies what a checkpoint was trained for, so a changed config never resumes a stale one."""
-    text = json.dumps({"spec": spec.to_dict(), "seed": seed, "fold": fold}, sort_keys=True, default=_jsonable)
+def _fingerprint(spec: ModelSpec, seed: int, fold: int, inputs: str) -> str:
+    """Identifies what a checkpoint was trained for (settings and the content digest of its inputs),
+    so a changed config or changed data never resumes a stale one."""
+    text = json.dumps({"spec": spec.to_dict(), "seed": seed, "fold": fold, "inputs": inputs}, sort_keys=True,
+                      default=_jsonable)
     return hashlib.sha256(text.encode()).hexdigest()
+
+
+def inputs_digest(bundle: Bundle, collection: Collection, samples: Samples | None, prior: Trained | None) -> str:
+    """SHA-256 of the content a training reads: the bundle's arrays, the collection's qrels and folds,
+    the samples' arrays and the prior's weights (not file names or times)."""
+    digest = hashlib.sha256()
+
+    def add(name: str, value: Any) -> None:
+        digest.update(name.encode())
+        if isinstance(value, torch.Tensor):
+            value = value.detach().cpu().numpy()
+        if isinstance(value, pd.DataFrame):
+            digest.update(pd.util.hash_pandas_object(value, index=False).to_numpy().tobytes())
+        elif isinstance(value, np.ndarray):
+            digest.update(str((value.dtype, value.shape)).encode())
+            digest.update(np.ascontiguousarray(value).tobytes() if value.dtype != object else str(list(value)).encode())
+        else:
+            digest.update(json.dumps(value, sort_keys=True, default=_jsonable).encode())
+
+    for f in fields(bundle):
+        add(f"bundle.{f.name}", getattr(bundle, f.name))
+    add("qrels", collection.qrels)
+    add("folds", collection.folds)
+    if samples is not None:
+        for f in fields(samples.list_pairwise):
+            add(f"samples.{f.name}", getattr(samples.list_pairwise, f.name))
+        for key, value in sorted(samples.pamm.items()):
+            add(f"samples.{key}", value)
+    while prior is not None:
+        for key, value in sorted(prior.state.items()):
+            add(f"prior.{key}", value)
+        prior = prior.prior
+    return digest.hexdigest()
 
 
 def _cpu_state(model: DiversityModel) -> dict:

@@ -10,7 +10,7 @@ A run killed after any epoch and started again with the same checkpoint path
 resumes from the last finished epoch and ends bit-identical to an
 uninterrupted run: the objective's samples are prepared from their own seed,
 and the mini-batch generator and torch RNG states travel in the checkpoint.
-A checkpoint written for other settings (``fingerprint``) is ignored.
+A checkpoint written for other settings or inputs (``fingerprint``) is ignored.
 """
 
 from __future__ import annotations
