@@ -148,3 +148,21 @@ def test_performance_table_counts_trainings_best_at_their_last_epoch(tmp_path):
     assert perf.set_index("Method")["best at last epoch"].fillna("-").to_dict() == {"A": "1/2", "B": "1/1", "C": "-"}
     assert "2 of 3 (67%)" in convergence_note(perf)
     assert convergence_note(perf.drop(columns="best at last epoch")) == ""
+
+
+@pytest.mark.parametrize("damage,message", [
+    (lambda m: m.assign(value=m["value"].where(m.index != 7)), "row 'Initial': .* is not a finite number"),
+    (lambda m: pd.concat([m, m.iloc[[3]]]), "appears twice"),
+    (lambda m: m[~((m["model"] == "xQuAD") & (m["qid"] == "q4"))], "row 'xQuAD' has no .* for 1 of the 30 queries"),
+    (lambda m: m[m["model"] != "Initial"], "reference row 'Initial' has no metrics"),
+])
+def test_the_report_refuses_incomplete_evidence(tmp_path, damage, message):
+    """A NaN, a duplicate, a query missing from one row or a missing reference is one error, no table."""
+    from srdiv.io import InputError
+
+    metrics, _ = fake_metrics()
+    path = tmp_path / "metrics.parquet"
+    damage(metrics).to_parquet(path)
+    with pytest.raises(InputError, match=message):
+        build_report(path, PARAMS, [], tmp_path / "out")
+    assert not (tmp_path / "out" / "tables").exists()

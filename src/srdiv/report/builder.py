@@ -11,11 +11,12 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from srdiv.io import InputError, read_parquet, write_text
 from srdiv.report import plots
-from srdiv.report.tables import Table, per_position_table, results_table
+from srdiv.report.tables import IncompleteEvidence, Table, per_position_table, results_table
 from srdiv.train.config import model_rows, run_rows
 from srdiv.train.gather import reference_runs
 
@@ -232,8 +233,18 @@ def build_report(metrics_path: Path, params: dict, params_paths: list[Path], out
     missing = {"model", "variant", "fold", "qid", "measure", "value"} - set(metrics.columns)
     if missing:
         raise InputError(metrics_path, f"metrics table lacks columns {sorted(missing)}")
+    bad = ~np.isfinite(pd.to_numeric(metrics["value"], errors="coerce").to_numpy(np.float64))
+    twice = metrics.duplicated(["model", "variant", "qid", "measure"]).to_numpy()
+    for rows, what in ((bad, "is not a finite number"), (twice, "appears twice")):
+        if rows.any():
+            r = with_run_labels(metrics[rows]).iloc[0]
+            raise InputError(metrics_path, f"row '{r['run']}': {r['measure']} of query '{r['qid']}' {what} "
+                                           f"({int(rows.sum())} such values)")
     cfg = ReportConfig.from_params(params)
-    tables = build_tables(metrics, params)
+    try:
+        tables = build_tables(metrics, params)
+    except IncompleteEvidence as err:
+        raise InputError(metrics_path, str(err)) from None
     written = write_tables(tables, out_dir / "tables")
 
     labelled = with_run_labels(metrics)

@@ -121,6 +121,10 @@ class Table:
         return "\n".join(out) + "\n"
 
 
+class IncompleteEvidence(ValueError):
+    """A table would compare rows on different queries, or lacks its reference row."""
+
+
 def results_table(
     metrics: pd.DataFrame, runs: list[str], groups: list[str], measures: list[str], title: str,
     reference: str | None = None, alpha: float = 0.05, holm: bool = False,
@@ -128,15 +132,25 @@ def results_table(
     """Mean of each measure per run over the queries, best in bold, markers vs ``reference``.
 
     ``metrics`` has columns ``run, qid, measure, value`` (the test folds' union:
-    each query once per run). Runs absent from ``metrics`` are dropped.
+    each query once per run). Runs absent from ``metrics`` are dropped; a reference
+    absent from them, or a row without a value for a query another row has, raises
+    :class:`IncompleteEvidence` (a missing reference would silently drop every marker).
     """
     present = set(metrics["run"])
     keep = [(r, g) for r, g in zip(runs, groups) if r in present]
     runs = [r for r, _ in keep]
+    if reference is not None and reference not in runs:
+        raise IncompleteEvidence(f"table '{title}': its reference row '{reference}' has no metrics")
     values = pd.DataFrame(np.nan, index=runs, columns=measures)
     markers = pd.DataFrame("", index=runs, columns=measures)
     for measure in measures:
         wide = per_query(metrics[metrics["run"].isin(runs)], measure)
+        gaps = wide.reindex(columns=runs).isna()
+        if gaps.to_numpy().any():
+            run = gaps.columns[gaps.any()][0]
+            raise IncompleteEvidence(f"table '{title}': row '{run}' has no {measure} for {int(gaps[run].sum())} "
+                                     f"of the {len(wide)} queries the other rows have (e.g. query "
+                                     f"'{gaps.index[gaps[run]][0]}')")
         values[measure] = wide.mean().reindex(runs)
         if reference is not None and reference in wide.columns:
             pvals = paired_pvalues(wide, reference, holm=holm)
