@@ -349,3 +349,23 @@ def test_train_command_sets_threads_and_reports_a_missing_gpu_in_one_line(tmp_pa
     assert "train.device is 'cuda' but no CUDA device is available" in lines[0]
     assert "set train.device to auto" in lines[0]
     assert threads == [3] and not out.exists()
+
+
+def test_a_training_without_a_progress_bar_logs_one_line_per_epoch(tmp_path, monkeypatch, capsys):
+    bundle, coll = make_data(folds=2)
+    write_collection(coll, tmp_path / "coll")
+    bundle.save(tmp_path / "bundle.npz")
+    (tmp_path / "params.yaml").write_text(yaml.safe_dump(PARAMS))
+    monkeypatch.setattr(torch, "set_num_threads", lambda n: None)
+    monkeypatch.setattr(sys, "argv", ["srdiv", "train", "--model", "Cover", "--fold", "2", "--bundle",
+                                      str(tmp_path / "bundle.npz"), "--collection", str(tmp_path / "coll"),
+                                      "--params", str(tmp_path / "params.yaml"), "--out", str(tmp_path / "out"),
+                                      "--no-progress"])
+    main()
+    lines = [line for line in capsys.readouterr().err.splitlines() if " epoch " in line]
+    assert lines == []                                       # Cover has no objective: nothing is trained
+    monkeypatch.setattr(sys, "argv", [a if a != "Cover" else "ListMLE" for a in sys.argv])
+    main()
+    lines = [line for line in capsys.readouterr().err.splitlines() if " epoch " in line]
+    assert len(lines) == PARAMS["train"]["epochs"] and lines[0].startswith("ListMLE fold2")
+    assert "epoch 1/4: loss " in lines[0] and "(best)" in lines[0] and lines[0].endswith(" s")

@@ -16,6 +16,7 @@ A checkpoint written for other settings or inputs (``fingerprint``) is ignored.
 from __future__ import annotations
 
 import math
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -125,6 +126,10 @@ class Trainer:
             self._save(model, optimizer, batch_rng, state)
             bar.update(1)
             bar.set_postfix(loss=f"{loss:.4f}", valid=f"{valid:.4f}")
+            if bar.disable:   # no bar (a log file, --no-progress): one line per epoch instead
+                best = " (best)" if state["best_epoch"] == epoch else ""
+                print(f"{self.desc} epoch {epoch}/{epochs}: loss {loss:.4f}, valid {valid:.4f}{best}, "
+                      f"{record['seconds']:.1f} s", file=sys.stderr, flush=True)
             for callback in self.callbacks:
                 callback(epoch, record)
         bar.close()
