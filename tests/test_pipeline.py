@@ -97,6 +97,16 @@ def test_smoke_through_snakemake_and_dvc_gives_same_tables(tmp_path):
         out = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=work)
         assert out.returncode == 0, f"{runner} failed:\n{out.stdout[-3000:]}\n{out.stderr[-3000:]}"
         results[runner] = work / "results" / "wordnet-div-smoke"
+        if runner == "snakemake":   # a changed value in params.yaml reruns the rows that read it, and only them
+            overlay = work / "lr.yaml"
+            overlay.write_text("models:\n  ListMLE: {model: listmle, objective: mle, group: implicit, "
+                               "optim: {name: adam, lr: 0.02}}\n")
+            again = subprocess.run(cmd + [str(overlay), "-n"], capture_output=True, text=True, env=env,
+                                   cwd=work)
+            assert again.returncode == 0, again.stderr[-3000:]
+            planned = again.stdout + again.stderr
+            assert "work/wordnet-div-smoke/models/ListMLE/fold1/model.pt" in planned
+            assert "work/wordnet-div-smoke/models/DESA/fold1/model.pt" not in planned
     for stem in COMPARED_TABLES:
         for ext in ("md", "tex", "html"):
             a = (results["snakemake"] / "tables" / f"{stem}.{ext}").read_bytes()

@@ -8,7 +8,7 @@ if BUILD.get("kind") == "trec-web":
         output:
             directory(COLLECTION),
         params:
-            sections=[f"datasets.{DATASET}"],
+            sections=tracked([f"datasets.{DATASET}"]),
         log:
             f"{LOGS}/collection.log",
         shell:
@@ -22,7 +22,7 @@ elif BUILD.get("kind") == "subset":
         output:
             directory(COLLECTION),
         params:
-            sections=["seed", f"datasets.{DATASET}"],
+            sections=tracked(["seed", f"datasets.{DATASET}"]),
         log:
             f"{LOGS}/collection.log",
         shell:

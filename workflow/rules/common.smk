@@ -34,6 +34,23 @@ wildcard_constraints:
     repr="doc2vec|lda|svd",
 
 
+def tracked(names):
+    """``{section: value}`` of these params.yaml sections (dotted keys; absent ones left out).
+
+    As a rule's ``params.sections`` it names what DVC tracks (``srdiv dvc-yaml`` reads the keys)
+    and, holding the values, makes Snakemake rerun a job when one of them changes (its params
+    rerun trigger): editing a learning rate retrains the rows that use it.
+    """
+    out = {}
+    for name in names:
+        node = config
+        for part in name.split("."):
+            node = node.get(part) if isinstance(node, dict) else None
+        if node is not None:
+            out[name] = node
+    return out
+
+
 def row(model):
     return config["models"][model]
 

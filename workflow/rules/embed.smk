@@ -9,7 +9,7 @@ if FEATURES_FROM == "text":
         output:
             directory(f"{WORK}/embed"),
         params:
-            sections=["seed", "embed"],
+            sections=tracked(["seed", "embed"]),
         threads: 2
         log:
             f"{LOGS}/embed.log",
@@ -29,7 +29,7 @@ else:
             pseudo_docs=directory(f"{WORK}/pseudo_docs"),
             relevance=f"{WORK}/features/relevance.parquet",
         params:
-            sections=["features"],
+            sections=tracked(["features"]),
         log:
             f"{LOGS}/import_dssa.log",
         shell:

@@ -35,7 +35,7 @@ rule gather:
     output:
         f"{RESULTS}/metrics.parquet",
     params:
-        sections=["models", "report.reference_runs"],
+        sections=tracked(["models", "report.reference_runs"]),
     log:
         f"{MODEL_LOGS}/gather.log",
     shell:

@@ -12,7 +12,7 @@ if FEATURES_FROM == "text":
         output:
             f"{WORK}/features/relevance.parquet",
         params:
-            sections=["features"],
+            sections=tracked(["features"]),
         log:
             f"{LOGS}/features_relevance.log",
         benchmark:
@@ -29,7 +29,7 @@ rule features_diversity:
     output:
         f"{WORK}/features/diversity.parquet",
     params:
-        sections=["features"],
+        sections=tracked(["features"]),
     log:
         f"{LOGS}/features_diversity.log",
     benchmark:
@@ -49,7 +49,7 @@ rule bundle:
     output:
         f"{WORK}/bundle/{{repr}}.npz",
     params:
-        sections=["features"],
+        sections=tracked(["features"]),
     log:
         f"{LOGS}/bundle-{{repr}}.log",
     shell:

@@ -10,7 +10,7 @@ if FEATURES_FROM == "text":
         output:
             directory(f"{WORK}/pseudo_docs"),
         params:
-            sections=["seed", "pseudo_docs", "features"],
+            sections=tracked(["seed", "pseudo_docs", "features"]),
         threads: 2
         log:
             f"{LOGS}/pseudo_docs.log",

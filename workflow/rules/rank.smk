@@ -10,7 +10,7 @@ rule rank:
         run=f"{MODELS}/{{model}}/fold{{fold}}/run.txt",
         timings=f"{MODELS}/{{model}}/fold{{fold}}/rank.json",
     params:
-        sections=["train"],
+        sections=tracked(["train"]),
         out=lambda wildcards: model_dir(wildcards.model, wildcards.fold),
     threads: 1
     resources:

@@ -11,7 +11,7 @@ rule report:
         readme=f"{RESULTS}/README.md",
         main=f"{RESULTS}/tables/main.md",
     params:
-        sections=["report", "models"],
+        sections=tracked(["report", "models"]),
     log:
         f"{MODEL_LOGS}/report.log",
     shell:

@@ -7,12 +7,11 @@ def sampling_fold(wildcards):
     return int(wildcards.sampling.rsplit("fold", 1)[1])
 
 
-def sampling_row(wildcards):
-    """``--row R`` for a keyed sampling: the first row with that key (rows with one key share it)."""
+def sampling_rows(wildcards):
+    """The row whose ``samples`` settings a keyed sampling uses (the first with that key; rows with one
+    key share it), or none."""
     key = wildcards.sampling.rpartition("/")[0]
-    if not key:
-        return ""
-    return "--row " + next(r for r in required_rows() if samples_key(config, r) == key)
+    return [next(r for r in required_rows() if samples_key(config, r) == key)] if key else []
 
 
 rule samples:
@@ -22,10 +21,11 @@ rule samples:
     output:
         f"{WORK}/samples/{{sampling}}/samples.npz",
     params:
-        sections=["seed", "samples", "train"],
+        sections=lambda wildcards: tracked(["seed", "samples", "train"]
+                                           + [f"models.{r}.samples" for r in sampling_rows(wildcards)]),
         out=f"{WORK}/samples/{{sampling}}",
         fold=sampling_fold,
-        row=sampling_row,
+        row=lambda wildcards: " ".join(f"--row {r}" for r in sampling_rows(wildcards)),
     log:
         f"{LOGS}/samples/{{sampling}}.log",
     benchmark:

@@ -31,7 +31,7 @@ rule train:
         curve=f"{MODELS}/{{model}}/fold{{fold}}/curve.parquet",
         timings=f"{MODELS}/{{model}}/fold{{fold}}/timings.json",
     params:
-        sections=train_sections,
+        sections=lambda wildcards: tracked(train_sections(wildcards)),
         optional=optional_args,
         out=lambda wildcards: model_dir(wildcards.model, wildcards.fold),
     threads: 1
