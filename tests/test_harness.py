@@ -124,6 +124,28 @@ def test_model_rows_grid_and_dotted_tune_keys():
         model_spec({"models": {"M": {"model": "x", "lr": 1}}}, "M")
 
 
+def test_a_row_extends_another_with_only_what_it_changes():
+    from srdiv.params import model_rows
+
+    base = {"model": "dssa", "params": {"cell": "lstm", "hidden": 50}, "train": {"batch_size": 256},
+            "tune": {"lam": [0.0, 1.0]}}
+    rows = model_rows({"models": {
+        "DSSA": base,
+        "GRU": {"extends": "DSSA", "params": {"cell": "gru"}, "variant": "GRU"},
+        "GRU-MLE": {"extends": "GRU", "objective": "mle", "train": None, "tune": {"lam": None, "optim.lr": [0.1]}},
+        "Gone": None}})
+    assert rows["GRU"] == {**base, "params": {"cell": "gru", "hidden": 50}, "variant": "GRU"}
+    assert rows["GRU-MLE"] == {"model": "dssa", "params": {"cell": "gru", "hidden": 50}, "tune": {"optim.lr": [0.1]},
+                               "variant": "GRU", "objective": "mle"}
+    assert list(rows) == ["DSSA", "GRU", "GRU-MLE"] and rows["DSSA"] == base     # the base row is unchanged
+    assert model_spec({"models": {"DSSA": base, "G": {"extends": "DSSA", "params": {"cell": "gru"}}}},
+                      "G").params == {"cell": "gru", "hidden": 50}
+    with pytest.raises(ValueError, match="circle"):
+        model_rows({"models": {"A": {"extends": "B"}, "B": {"extends": "A"}}})
+    with pytest.raises(ValueError, match="not a row"):
+        model_rows({"models": {"A": {"extends": "Gone"}, "Gone": None}})
+
+
 # --- rankers --------------------------------------------------------------------------------------------
 
 def test_initial_ranker_keeps_initial_order_and_listmle_scores_any_features():

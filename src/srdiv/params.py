@@ -28,6 +28,51 @@ def merge(base: dict, overlay: dict) -> dict:
     return out
 
 
+def model_rows(params: dict) -> dict[str, dict]:
+    """The ``models`` rows in file order, resolved.
+
+    An overlay removes a row by setting it to null. A row with ``extends: BASE`` is BASE's
+    resolved entry merged with the row's own keys (dicts key by key, as overlays merge; a key
+    set to null is removed), so an ablation row states only what it changes.
+    """
+    raw = {row: entry for row, entry in (params.get("models") or {}).items() if entry is not None}
+    resolved: dict[str, dict] = {}
+
+    def resolve(row: str, chain: tuple[str, ...]) -> dict:
+        if row in resolved:
+            return resolved[row]
+        if row in chain:
+            raise ValueError(f"models.{row}: 'extends' goes round in a circle ({' -> '.join(chain + (row,))})")
+        entry = raw[row]
+        if not isinstance(entry, dict):
+            raise ValueError(f"models.{row} must be a mapping, got {entry!r}")
+        base = entry.get("extends")
+        if base is None:
+            out = copy.deepcopy(entry)
+        elif base not in raw:
+            raise ValueError(f"models.{row} extends '{base}', which is not a row of models")
+        else:
+            out = _merge_dropping_nulls(resolve(base, chain + (row,)), {k: v for k, v in entry.items()
+                                                                         if k != "extends"})
+        resolved[row] = out
+        return out
+
+    return {row: resolve(row, ()) for row in raw}
+
+
+def _merge_dropping_nulls(base: dict, overlay: dict) -> dict:
+    """:func:`merge`, but a key set to null in ``overlay`` is removed."""
+    out = copy.deepcopy(base)
+    for key, value in overlay.items():
+        if value is None:
+            out.pop(key, None)
+        elif isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = _merge_dropping_nulls(out[key], value)
+        else:
+            out[key] = copy.deepcopy(value)
+    return out
+
+
 def load_params(paths: Sequence[str | os.PathLike] | str | os.PathLike) -> dict[str, Any]:
     """Load and merge one or more YAML params files."""
     if isinstance(paths, (str, os.PathLike)):

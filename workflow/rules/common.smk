@@ -1,6 +1,7 @@
 # Names shared by the rules: the dataset, its paths, the model rows and folds to run.
 
 from srdiv.sampling.samples import samples_key
+from srdiv.params import model_rows
 from srdiv.train.config import run_rows
 from srdiv.train.gather import reference_runs
 
@@ -24,6 +25,7 @@ DOCS_INPUT = [DS["docs"]] if DS.get("docs") else []
 FEATURES_FROM = DS.get("features", "text")  # text | dssa-release
 DEFAULT_REPR = DS.get("representation", "doc2vec")
 ROWS = run_rows(config)
+ROW_ENTRIES = model_rows(config)   # rows with `extends` resolved
 REFERENCE_RUNS = {name: str(path) for name, path in reference_runs(config).items()}
 REFERENCES = f"{WORK}/reference_runs"
 FOLDS = [int(f) for f in config["folds"]]
@@ -52,7 +54,15 @@ def tracked(names):
 
 
 def row(model):
-    return config["models"][model]
+    return ROW_ENTRIES[model]
+
+
+def lineage(model):
+    """The row and the rows it ``extends``, nearest first: their params.yaml keys hold its settings."""
+    chain = [model]
+    while (config["models"][chain[-1]] or {}).get("extends"):
+        chain.append(config["models"][chain[-1]]["extends"])
+    return chain
 
 
 def representation(model):

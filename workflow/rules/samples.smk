@@ -22,7 +22,8 @@ rule samples:
         f"{WORK}/samples/{{sampling}}/samples.npz",
     params:
         sections=lambda wildcards: tracked(["seed", "samples", "train"]
-                                           + [f"models.{r}.samples" for r in sampling_rows(wildcards)]),
+                                           + [f"models.{r}.samples" for row in sampling_rows(wildcards)
+                                              for r in lineage(row)]),
         out=f"{WORK}/samples/{{sampling}}",
         fold=sampling_fold,
         row=lambda wildcards: " ".join(f"--row {r}" for r in sampling_rows(wildcards)),

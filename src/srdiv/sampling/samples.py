@@ -33,6 +33,7 @@ import numpy as np
 
 from srdiv.features.bundle import Bundle
 from srdiv.io import atomic_path, existing_file
+from srdiv.params import model_rows
 from srdiv.sampling.listpairwise import ListPairwiseSamples, list_pairwise_samples
 from srdiv.sampling.pamm import pamm_rankings
 from srdiv.sampling.targets import ranking_metric
@@ -63,7 +64,7 @@ def row_overrides(params: dict, row: str | None) -> dict:
     """A row's own ``samples`` settings (e.g. ``{permutations: 5}`` for DSSA Figure 7), ``{}`` for none."""
     if row is None:
         return {}
-    entry = (params.get("models") or {}).get(row)
+    entry = model_rows(params).get(row)
     if entry is None:
         raise KeyError(f"params.yaml has no models.{row}")
     overrides = entry.get("samples") or {}

@@ -26,6 +26,8 @@ import itertools
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
+from srdiv.params import model_rows
+
 
 @dataclass(frozen=True)
 class TrainSettings:
@@ -87,11 +89,6 @@ class ModelSpec:
     def to_dict(self) -> dict:
         """JSON-ready form (written next to the model)."""
         return asdict(self)
-
-
-def model_rows(params: dict) -> dict[str, dict]:
-    """The ``models`` rows in file order; an overlay removes a row by setting it to null."""
-    return {row: entry for row, entry in (params.get("models") or {}).items() if entry is not None}
 
 
 def run_rows(params: dict) -> list[str]:
