@@ -11,7 +11,7 @@ GPUS   ?= $(if $(filter-out 0,$(NGPU)),$(NGPU),$(CORES))
 SMK     = $(BIN)/snakemake --cores $(CORES) --resources gpu=$(GPUS)
 export PATH := $(abspath $(BIN)):$(PATH)
 
-.PHONY: install run run-ablations run-sweeps run-desa-ablations run-all smoke test dvc-yaml trec
+.PHONY: install run run-ablations run-ablations-dssa run-sweeps run-desa-ablations run-all smoke test dvc-yaml trec
 
 $(STAMP): pyproject.toml
 	@command -v $(PYTHON) >/dev/null || { echo "need $(PYTHON)"; exit 1; }
@@ -26,9 +26,13 @@ install: $(STAMP)
 run: $(STAMP)
 	$(SMK) --configfile params.yaml config/main.yaml
 
-## the papers' ablation rows but DESA's, at full budget (results/wordnet-div-ablations)
+## the NTN, MDP-DIV and DALETOR ablation rows at full budget (results/wordnet-div-ablations)
 run-ablations: $(STAMP)
 	$(SMK) --configfile params.yaml config/ablations.yaml
+
+## DSSA's ablation rows (TKDE Tables 8-10) at full budget (results/wordnet-div-ablations-dssa)
+run-ablations-dssa: $(STAMP)
+	$(SMK) --configfile params.yaml config/ablations-dssa.yaml
 
 ## DSSA Figure 7 sweeps (permutations N, hidden size U) at full budget (results/wordnet-div-sweeps)
 run-sweeps: $(STAMP)
