@@ -26,11 +26,11 @@ install: $(STAMP)
 run: $(STAMP)
 	$(SMK) --configfile params.yaml config/main.yaml
 
-## the NTN, MDP-DIV and DALETOR ablation rows at full budget (results/wordnet-div-ablations)
+## HDSSA (Table 10), NTN, MDP-DIV and DALETOR ablation rows at full budget (results/wordnet-div-ablations)
 run-ablations: $(STAMP)
 	$(SMK) --configfile params.yaml config/ablations.yaml
 
-## DSSA's ablation rows (TKDE Tables 8-10) at full budget (results/wordnet-div-ablations-dssa)
+## DSSA's ablation rows (TKDE Tables 8-9) at full budget (results/wordnet-div-ablations-dssa)
 run-ablations-dssa: $(STAMP)
 	$(SMK) --configfile params.yaml config/ablations-dssa.yaml
 
