@@ -121,6 +121,9 @@ def test_build_report_writes_every_format(tmp_path):
     readme = (tmp_path / "out/README.md").read_text()
     for path in (ppath, overlay):  # every merged params file is named with its hash
         assert f"`{path.as_posix()}`, hash `{params_hash(path)}`" in readme
+    (tmp_path / "out/tables/ablation-gone.md").write_text("a table of an earlier report")
+    build_report(mpath, params, [ppath, overlay], tmp_path / "out")          # a second report replaces the first
+    assert not (tmp_path / "out/tables/ablation-gone.md").exists() and (tmp_path / "out/tables/main.md").exists()
     build_report(mpath, params, [ppath, overlay], tmp_path / "again")
     for plot in ("per-query-differences.svg", "sweeps.svg", "sweeps.png"):    # same inputs, same bytes
         assert (tmp_path / "out/plots" / plot).read_bytes() == (tmp_path / "again/plots" / plot).read_bytes()

@@ -302,7 +302,12 @@ def build_report(metrics_path: Path, params: dict, params_paths: list[Path], out
         *[f"- [{p.stem}](plots/{p.name})" for p in written if p.suffix == ".png"], "",
     ]
     write_text("\n".join(lines), out_dir / "README.md")
-    return written + [out_dir / "README.md"]
+    written.append(out_dir / "README.md")
+    for folder in (out_dir / "tables", plot_dir):   # files of an earlier report that this one did not write
+        for stale in set(folder.glob("*")) - set(written):
+            if stale.is_file() and stale.suffix in {".md", ".tex", ".html", ".png", ".svg"}:
+                stale.unlink()
+    return written
 
 
 RUN_FILE = "run.txt"
