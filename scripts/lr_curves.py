@@ -1,8 +1,8 @@
 """Learning curves of params rows at several learning rates on one fold, to choose the rows' lr grids.
 
 For each row and learning rate it writes an overlay with a copy of the row whose ``optim.lr`` is that
-rate (and whose ``tune`` grid is replaced by ``--point`` values, when given, so that one curve is one
-training), trains it with ``srdiv train`` on the fold, and prints one line per run: validation
+rate (its own learning-rate grid dropped, and the ``--point`` values fixed in place of their grids, so
+that one curve is one training), trains it with ``srdiv train`` on the fold, and prints one line per run: validation
 alpha-nDCG@20 at a few epochs, the best epoch and value, and seconds per epoch. Inputs are a finished
 run's bundles and samples (``work/<dataset>``).
 
@@ -49,9 +49,8 @@ def main() -> None:
             entry = dict(rows[row])
             entry["optim"] = {**(entry.get("optim") or {}), "lr": lr}
             fixed = {k: v for k, v in point.items() if k in (entry.get("tune") or {})}
-            if fixed:
-                entry["params"] = {**(entry.get("params") or {}), **fixed}
-                entry["tune"] = {k: v for k, v in entry["tune"].items() if k not in fixed}
+            entry["params"] = {**(entry.get("params") or {}), **fixed}
+            entry["tune"] = {k: v for k, v in (entry.get("tune") or {}).items() if k not in fixed and k != "optim.lr"}
             overlay = out / f"{name}.yaml"
             overlay.parent.mkdir(parents=True, exist_ok=True)
             overlay.write_text(yaml.safe_dump({"models": {name: entry}}))
