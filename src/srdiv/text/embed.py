@@ -14,7 +14,10 @@ few words.
 
 PV-DBOW learns document vectors only; ``window`` matters only with
 ``dbow_words: 1``, which also trains skip-gram word vectors (several times
-slower). The papers do not say which they used; the default is pure DBOW.
+slower). DSSA and DESA do not say which they used; NTN and MDP-DIV state
+window 8 with word training. ``params.yaml`` sets ``dbow_words: 1, window: 8``:
+on wordnet-div those vectors carry the most relevance signal of the settings
+measured (docs/benchmarks.md); the code default stays pure DBOW.
 
 Determinism: gensim trains doc2vec bit for bit reproducibly only with one
 worker thread (``workers: 1``, the default); more threads are faster but
