@@ -28,6 +28,29 @@ def merge(base: dict, overlay: dict) -> dict:
     return out
 
 
+def lookup(params: dict, dotted: str, default: Any = None) -> Any:
+    """The value at a dotted key (``"models.DSSA.params"``), or ``default`` where a part is absent."""
+    node: Any = params
+    for part in dotted.split("."):
+        if not isinstance(node, dict) or part not in node:
+            return default
+        node = node[part]
+    return node
+
+
+def lineage(params: dict, row: str) -> list[str]:
+    """``row`` and the rows it ``extends``, nearest first: their entries hold its settings."""
+    raw = params.get("models") or {}
+    chain = [row]
+    while (base := (raw.get(chain[-1]) or {}).get("extends")) is not None:
+        if base in chain:
+            raise ValueError(f"models.{row}: 'extends' goes round in a circle ({' -> '.join(chain + [base])})")
+        if raw.get(base) is None:
+            raise ValueError(f"models.{chain[-1]} extends '{base}', which is not a row of models")
+        chain.append(base)
+    return chain
+
+
 def model_rows(params: dict) -> dict[str, dict]:
     """The ``models`` rows in file order, resolved.
 
@@ -36,28 +59,17 @@ def model_rows(params: dict) -> dict[str, dict]:
     set to null is removed), so an ablation row states only what it changes.
     """
     raw = {row: entry for row, entry in (params.get("models") or {}).items() if entry is not None}
-    resolved: dict[str, dict] = {}
-
-    def resolve(row: str, chain: tuple[str, ...]) -> dict:
-        if row in resolved:
-            return resolved[row]
-        if row in chain:
-            raise ValueError(f"models.{row}: 'extends' goes round in a circle ({' -> '.join(chain + (row,))})")
-        entry = raw[row]
+    for row, entry in raw.items():
         if not isinstance(entry, dict):
             raise ValueError(f"models.{row} must be a mapping, got {entry!r}")
-        base = entry.get("extends")
-        if base is None:
-            out = copy.deepcopy(entry)
-        elif base not in raw:
-            raise ValueError(f"models.{row} extends '{base}', which is not a row of models")
-        else:
-            out = _merge_dropping_nulls(resolve(base, chain + (row,)), {k: v for k, v in entry.items()
-                                                                         if k != "extends"})
+    resolved = {}
+    for row in raw:
+        base, *changes = reversed(lineage(params, row))
+        out = copy.deepcopy(raw[base])
+        for name in changes:
+            out = _merge_dropping_nulls(out, {k: v for k, v in raw[name].items() if k != "extends"})
         resolved[row] = out
-        return out
-
-    return {row: resolve(row, ()) for row in raw}
+    return resolved
 
 
 def _merge_dropping_nulls(base: dict, overlay: dict) -> dict:

@@ -1,7 +1,7 @@
 # Names shared by the rules: the dataset, its paths, the model rows and folds to run.
 
 from srdiv.sampling.samples import samples_key
-from srdiv.params import model_rows
+from srdiv.params import lineage, lookup, model_rows
 from srdiv.train.config import run_rows
 from srdiv.train.gather import reference_runs
 
@@ -43,26 +43,12 @@ def tracked(names):
     and, holding the values, makes Snakemake rerun a job when one of them changes (its params
     rerun trigger): editing a learning rate retrains the rows that use it.
     """
-    out = {}
-    for name in names:
-        node = config
-        for part in name.split("."):
-            node = node.get(part) if isinstance(node, dict) else None
-        if node is not None:
-            out[name] = node
-    return out
+    values = {name: lookup(config, name) for name in names}
+    return {name: value for name, value in values.items() if value is not None}
 
 
 def row(model):
     return ROW_ENTRIES[model]
-
-
-def lineage(model):
-    """The row and the rows it ``extends``, nearest first: their params.yaml keys hold its settings."""
-    chain = [model]
-    while (config["models"][chain[-1]] or {}).get("extends"):
-        chain.append(config["models"][chain[-1]]["extends"])
-    return chain
 
 
 def representation(model):

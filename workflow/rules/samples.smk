@@ -23,7 +23,7 @@ rule samples:
     params:
         sections=lambda wildcards: tracked(["seed", "samples", "train"]
                                            + [f"models.{r}.samples" for row in sampling_rows(wildcards)
-                                              for r in lineage(row)]),
+                                              for r in lineage(config, row)]),
         out=f"{WORK}/samples/{{sampling}}",
         fold=sampling_fold,
         row=lambda wildcards: " ".join(f"--row {r}" for r in sampling_rows(wildcards)),

@@ -12,7 +12,7 @@ def train_inputs(wildcards):
 
 def train_sections(wildcards):
     rows = [wildcards.model] + ([prior(wildcards.model)] if prior(wildcards.model) else [])
-    return ["seed", "train", "samples"] + [f"models.{r}" for row in rows for r in lineage(row)]
+    return ["seed", "train", "samples"] + [f"models.{r}" for row in rows for r in lineage(config, row)]
 
 
 def optional_args(wildcards, input):

@@ -18,6 +18,7 @@ from srdiv.io import InputError, read_parquet, write_text
 from srdiv.report import plots
 from srdiv.report.tables import IncompleteEvidence, Table, per_position_table, results_table
 from srdiv.train.config import model_rows, run_rows
+from srdiv.train.folds import in_folds
 from srdiv.train.gather import reference_runs
 
 GROUP_TITLES = {
@@ -324,11 +325,9 @@ def metric_at_k_from_runs(collection: Path, models_dir: Path, params: dict, max_
     from srdiv.metrics import evaluate_run, read_run
 
     coll = load_collection(collection)
-    qrels, folds = coll.qrels, coll.folds
+    qrels, folds = coll.qrels, in_folds(coll.folds, params.get("folds"))
     measures = [f"{family}@{k}" for k in range(1, max_k + 1)]
     rows = []
-    if params.get("folds") is not None:
-        folds = folds[folds["fold"].isin([int(k) for k in params["folds"]])]
     for spec in run_specs(params):
         files = [spec.run_file] if spec.run_file else sorted((models_dir / spec.key).glob(f"fold*/{RUN_FILE}"))
         if spec.variant or not files:

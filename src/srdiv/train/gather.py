@@ -16,6 +16,7 @@ import pandas as pd
 
 from srdiv.io import InputError, read_parquet
 from srdiv.train.config import model_rows, run_rows
+from srdiv.train.folds import in_folds
 
 COLUMNS = ["model", "variant", "fold", "qid", "measure", "value"]
 REFERENCE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]*")
@@ -47,8 +48,7 @@ def reference_metrics(metrics: dict[str, Path], folds: pd.DataFrame, fold_ids: l
     ``folds``: the collection's ``qid, fold``. Each query is reported in its test fold, and only
     the queries of ``fold_ids`` (all folds with None) are kept, as the trained rows are.
     """
-    if fold_ids is not None:
-        folds = folds[folds["fold"].isin([int(k) for k in fold_ids])]
+    folds = in_folds(folds, fold_ids)
     frames = []
     for name, path in metrics.items():
         values = read_parquet(path)
