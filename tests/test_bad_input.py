@@ -1,5 +1,6 @@
 """Bad input to ``srdiv collection trec-web`` and ``srdiv evaluate``: one clear line, exit 2, no output left."""
 
+import re
 import shutil
 import sys
 from pathlib import Path
@@ -150,3 +151,225 @@ def test_trec_run_round_trip(tmp_path):
     with pytest.raises(ValueError, match="one non-empty word"):
         write_trec_run(run, tmp_path / "bad.txt", tag="two words")
     assert not (tmp_path / "bad.txt").exists()
+
+
+# ------------------------------------------------------------------ values that do not fit (rule: check before narrowing)
+
+
+def tampered(collection: Path, tmp_path: Path, table: str, change) -> Path:
+    """A copy of ``collection`` with ``change(frame)`` applied to one table (in place, or the frame it returns)."""
+    copy = tmp_path / "tampered"
+    shutil.copytree(collection, copy)
+    frame = pd.read_parquet(copy / f"{table}.parquet")
+    changed = change(frame)
+    frame = frame if changed is None else changed
+    frame.to_parquet(copy / f"{table}.parquet", index=False)
+    return copy
+
+
+@pytest.mark.parametrize("table, change, why", [
+    ("qrels", lambda f: f.__setitem__("grade", f["grade"].astype("int64") + 300),
+     "table 'qrels': grade 301 in row 1 is not an integer in [0, 127]"),
+    ("qrels", lambda f: f.__setitem__("rel", f["rel"].astype("int64") * 2), "rel 2 in row 1 is not an integer in [0, 1]"),
+    ("run", lambda f: f.__setitem__("rank", f["rank"].astype("int64") + 2**31), "rank 2147483649 in row 1"),
+    ("run", lambda f: f.__setitem__("rank", f["rank"] - 1), "rank 0 in row 1 is not an integer in [1, 2147483647]"),
+    ("run", lambda f: f.__setitem__("score", float("nan")), "score nan in row 1 is not a finite number"),
+    ("folds", lambda f: f.__setitem__("fold", f["fold"].astype("float64") + 0.5), "fold 1.5 in row 1 is not an integer"),
+    ("suggestions", lambda f: f.__setitem__("level", 3), "level 3 in row 1 is not an integer in [1, 2]"),
+    ("qrels", lambda f: f.__setitem__("qid", "999"), "qid '999' in row 1 is not a topic of the collection"),
+    ("run", lambda f: f.__setitem__("qid", "999"), "run.parquet: qid '999' in row 1 is not a topic"),
+    ("qrels", lambda f: f.__setitem__("sid", "77"), "which the topic's subtopics lack"),
+    ("run", lambda f: f.iloc[:0], "table 'run' is empty"),
+])
+def test_collection_tables_are_range_checked_on_load(collection, tmp_path, monkeypatch, capsys, table, change, why):
+    coll = tampered(collection, tmp_path, table, change)
+    (tmp_path / "run.txt").write_text(GOOD_RUN)
+    code, err = cli(monkeypatch, capsys, "evaluate", "--collection", coll, "--run", tmp_path / "run.txt",
+                    "--out", tmp_path / "m.parquet")
+    assert_fails(code, err, str(coll), why)
+    assert not (tmp_path / "m.parquet").exists()
+
+
+def test_unreadable_parquet_is_one_line(collection, tmp_path, monkeypatch, capsys):
+    copy = tmp_path / "coll"
+    shutil.copytree(collection, copy)
+    (copy / "qrels.parquet").write_bytes(b"PAR1 not really a table")
+    (tmp_path / "run.txt").write_text(GOOD_RUN)
+    code, err = cli(monkeypatch, capsys, "evaluate", "--collection", copy, "--run", tmp_path / "run.txt",
+                    "--out", tmp_path / "m.parquet")
+    assert_fails(code, err, "qrels.parquet", "not a readable Parquet table")
+
+
+@pytest.mark.parametrize("line, why", [
+    ("1 Q0 docD 3000000000 0.5 t\n", "rank '3000000000' is not an integer in [-2147483648, 2147483647]"),
+    ("1 Q0 docD 2.5 0.5 t\n", "rank '2.5' is not an integer"),
+    ("1 Q0 docD 2 inf t\n", "score 'inf' is not a finite number"),
+    ("1 Q0 docD 2 1e400 t\n", "score '1e400' is not a finite number"),
+])
+def test_run_numbers_must_fit(collection, tmp_path, monkeypatch, capsys, line, why):
+    (tmp_path / "run.txt").write_text(GOOD_RUN + line)
+    code, err = cli(monkeypatch, capsys, "evaluate", "--collection", collection, "--run", tmp_path / "run.txt",
+                    "--out", tmp_path / "m.parquet")
+    assert_fails(code, err, "run.txt:4", why)
+
+
+def test_qrels_grade_must_fit_its_column(tmp_path, monkeypatch, capsys):
+    source = corrupt(tmp_path, "qrels/2010.diversity.qrels", None, "51 1 clueweb09-x 300\n")
+    code, err = cli(monkeypatch, capsys, "collection", "trec-web", "--source", source, "--out", tmp_path / "c")
+    assert_fails(code, err, "2010.diversity.qrels:86", "grade '300' is not an integer in [-128, 127]")
+
+
+@pytest.mark.parametrize("column, value, why", [
+    ("pagerank", float("inf"), "column 'pagerank' of document 'a' is not a finite number >= 0"),
+    ("inlinks", -1, "column 'inlinks' of document 'a' is not a finite number >= 0"),
+])
+def test_document_graph_values_must_be_finite(tmp_path, column, value, why):
+    from srdiv.text.documents import read_docs
+
+    docs = pd.DataFrame({"docno": ["a"], "title": ["t"], "body": ["b"], "anchor": [""], "url": ["u"], column: [value]})
+    docs.to_parquet(tmp_path / "docs.parquet")
+    with pytest.raises(InputError, match=re.escape(why)):
+        read_docs(tmp_path / "docs.parquet")
+    docs.iloc[:0].to_parquet(tmp_path / "empty.parquet")
+    with pytest.raises(InputError, match="no documents"):
+        read_docs(tmp_path / "empty.parquet")
+
+
+def test_vectors_must_be_finite(tmp_path):
+    import numpy as np
+
+    from srdiv.text.embed import read_vectors, write_vectors
+
+    vectors = np.ones((3, 4), dtype=np.float32)
+    vectors[2, 1] = np.nan
+    write_vectors(pd.DataFrame({"docno": ["a", "b", "c"]}), vectors, tmp_path / "v.parquet")
+    with pytest.raises(InputError, match="vector in row 3 has a value that is not a finite float32"):
+        read_vectors(tmp_path / "v.parquet")
+
+
+# ------------------------------------------------------------------ outputs whole, never over their inputs
+
+
+def test_out_that_is_an_input_is_refused(collection, tmp_path, monkeypatch, capsys):
+    (tmp_path / "run.txt").write_text(GOOD_RUN)
+    code, err = cli(monkeypatch, capsys, "evaluate", "--collection", collection, "--run", tmp_path / "run.txt",
+                    "--out", tmp_path / "run.txt")
+    assert_fails(code, err, "run.txt", "the output is also an input")
+    assert (tmp_path / "run.txt").read_text() == GOOD_RUN
+
+
+@pytest.mark.parametrize("where, why", [
+    (lambda src: src, "the output is also an input"),
+    (lambda src: src.parent, "the output contains the input"),
+    (lambda src: src / "inner", "lies inside the input"),
+])
+def test_collection_out_over_its_source_is_refused(collection, tmp_path, monkeypatch, capsys, where, why):
+    source = tmp_path / "src" / "coll"
+    shutil.copytree(collection, source)
+    before = {p.name: p.read_bytes() for p in source.iterdir()}
+    code, err = cli(monkeypatch, capsys, "collection", "subset", "--source", source, "--out", where(source),
+                    "--queries", 2, "--folds", 2)
+    assert_fails(code, err, str(where(source)), why)
+    assert {p.name: p.read_bytes() for p in source.iterdir()} == before
+
+
+def test_collection_out_with_other_files_is_refused(collection, tmp_path, monkeypatch, capsys):
+    out = tmp_path / "mine"
+    out.mkdir()
+    (out / "notes.txt").write_text("keep me")
+    code, err = cli(monkeypatch, capsys, "collection", "subset", "--source", collection, "--out", out,
+                    "--queries", 2, "--folds", 2)
+    assert_fails(code, err, "mine", "holds other files (no topics.parquet)")
+    assert [p.name for p in out.iterdir()] == ["notes.txt"]
+
+
+def test_an_interrupted_collection_write_leaves_the_old_one(collection, tmp_path, monkeypatch):
+    import srdiv.collection.schema as schema
+    from srdiv.collection.schema import load_collection, write_collection
+
+    out = tmp_path / "coll"
+    shutil.copytree(collection, out)
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
+    coll = load_collection(collection)
+    coll.run = coll.run.assign(score=coll.run["score"] + 1.0)   # a different collection
+    written = []
+
+    def write_some(df, path):
+        if len(written) == 3:
+            raise KeyboardInterrupt
+        written.append(path)
+        df.to_parquet(path)
+
+    monkeypatch.setattr(schema, "write_parquet", write_some)
+    with pytest.raises(KeyboardInterrupt):
+        write_collection(coll, out)
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == before     # the old collection, whole
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["coll"]        # no temporary directory left
+    monkeypatch.undo()
+    write_collection(coll, out)                                          # uninterrupted: the new one, whole
+    assert load_collection(out).run["score"].equals(coll.run["score"])
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["coll"]
+
+
+# ------------------------------------------------------------------ params validated at load
+
+
+BAD_PARAMS = [
+    ("train: {epochs: 0}\n", "'train.epochs' must be an integer >= 1, got 0"),
+    ("train: {batch_size: 0}\n", "'train.batch_size' must be an integer >= 1, got 0"),
+    ("train: {epochs: 3.5}\n", "'train.epochs' must be an integer >= 1, got 3.5"),
+    ("train: {device: gpu}\n", "'train.device' must be a string matching"),
+    ("train: {epoch: 3}\n", "unknown key 'train.epoch'"),
+    ("trian: {epochs: 3}\n", "unknown key 'trian'"),
+    ("samples: {draw: sometimes}\n", "'samples.draw' must be one of prefixes, per_length"),
+    ("folds: [0, 1]\n", "'folds[0]' must be an integer >= 1, got 0"),
+    ("embed: {doc2vec: {vector_size: -5}}\n", "'embed.doc2vec.vector_size' must be an integer >= 1"),
+    ("report: {holm: 'yes'}\n", "'report.holm' must be true or false"),
+    ("models: {DSSA: {optim: {name: adamw}}}\n", "'models.DSSA.optim.name' must be one of adam, sgd, adagrad"),
+    ("models: {DSSA: {optim: {lr: 1e-3}}}\n", "'models.DSSA.optim.lr' must be a number >= 0, got '1e-3'"),
+    ("models: {DSSA: {tune: {lam: []}}}\n", "'models.DSSA.tune.lam' must be a list"),
+    ("models: {DSSA: {group: best}}\n", "'models.DSSA.group' must be one of"),
+    ("models: {DSSA: {modle: dssa}}\n", "unknown key 'models.DSSA.modle'"),
+    ("models: {DSSA: {model: dsa}}\n", "models.DSSA: unknown model 'dsa'"),
+    ("models: {DSSA: {params: {hiden: 50}}}\n", "models.DSSA.params: DSSA takes no hiden"),
+    ("models: {DSSA: {tune: {optim.lr: [0.01], train.epoch: [3]}}}\n", "models.DSSA.tune: unknown key 'train.epoch'"),
+    ("models: {DSSA: {objective: listpairwise}}\n", "models.DSSA: unknown objective 'listpairwise'"),
+    ("models: {DSSA-GRU: {extends: DSA}}\n", "extends 'DSA', which is not a row of models"),
+    ("- a list\n", "params file must hold a mapping"),
+]
+
+
+@pytest.mark.parametrize("overlay, why", BAD_PARAMS)
+def test_bad_params_stop_training_before_any_work(tmp_path, monkeypatch, capsys, overlay, why):
+    row = "DSSA-GRU" if "DSSA-GRU" in overlay else "DSSA"
+    (tmp_path / "bad.yaml").write_text(overlay)
+    code, err = cli(monkeypatch, capsys, "train", "--model", row, "--fold", 1, "--bundle", tmp_path / "none.npz",
+                    "--collection", tmp_path / "none", "--params", Path("params.yaml").resolve(),
+                    "--params", tmp_path / "bad.yaml", "--out", tmp_path / "out")
+    assert_fails(code, err, "bad.yaml", why)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.yaml"]
+
+
+def test_every_shipped_params_file_fits_the_schema():
+    from srdiv.params import load_params, model_rows
+    from srdiv.train.job import check_rows
+
+    root = Path(__file__).resolve().parents[1]
+    for overlay in [None, *sorted((root / "config").glob("*.yaml"))]:
+        files = [root / "params.yaml"] + ([overlay] if overlay else [])
+        params = load_params(files)
+        check_rows(params, list(model_rows(params)))
+
+
+def test_the_schema_names_the_trainers_optimisers():
+    from srdiv.params import OPTIMIZERS
+    from srdiv.train.trainer import OPTIMIZERS as TORCH_OPTIMIZERS
+
+    assert set(OPTIMIZERS) == set(TORCH_OPTIMIZERS)
+
+
+def test_an_output_that_cannot_be_written_is_one_line(collection, tmp_path, monkeypatch, capsys):
+    (tmp_path / "run.txt").write_text(GOOD_RUN)
+    code, err = cli(monkeypatch, capsys, "evaluate", "--collection", collection, "--run", tmp_path / "run.txt",
+                    "--out", tmp_path / "run.txt" / "m.parquet")
+    assert_fails(code, err, "run.txt", "File exists")   # the OS: a file stands where a directory must be

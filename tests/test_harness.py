@@ -63,10 +63,9 @@ def make_data(queries=15, docs=10, folds=5, seed=0):
     run = pd.DataFrame({"qid": np.repeat(bundle.qids, docs), "docno": bundle.docnos.ravel(),
                         "rank": np.tile(np.arange(1, docs + 1), queries), "score": 0.0})
     run = run[run["docno"] != ""]
-    empty = {name: pd.DataFrame(columns=cols) for name, cols in
-             {"subtopics": ["qid", "sid", "text"],
-              "suggestions": ["qid", "sugg_id", "level", "parent", "text", "weight"]}.items()}
-    return bundle, Collection(topics=topics, qrels=qrels, run=run, folds=fold_table, **empty)
+    subtopics = qrels[["qid", "sid"]].drop_duplicates().assign(text="")
+    empty = {"suggestions": pd.DataFrame(columns=["qid", "sugg_id", "level", "parent", "text", "weight"])}
+    return bundle, Collection(topics=topics, qrels=qrels, run=run, folds=fold_table, subtopics=subtopics, **empty)
 
 
 PARAMS = {

@@ -30,12 +30,11 @@ def make_collection(queries=8, docs=6, folds=2, seed=0):
     qrels = pd.DataFrame(qrels, columns=["qid", "sid", "docno", "grade", "rel"])
     run = pd.DataFrame([(q, f"{q}-d{d}", d + 1, float(docs - d)) for q in qids for d in range(docs)],
                        columns=["qid", "docno", "rank", "score"])
-    empty = {name: pd.DataFrame(columns=cols) for name, cols in
-             {"subtopics": ["qid", "sid", "text"],
-              "suggestions": ["qid", "sugg_id", "level", "parent", "text", "weight"]}.items()}
+    subtopics = qrels[["qid", "sid"]].drop_duplicates().assign(text="")
+    empty = {"suggestions": pd.DataFrame(columns=["qid", "sugg_id", "level", "parent", "text", "weight"])}
     return Collection(topics=pd.DataFrame({"qid": qids, "query": "q", "description": "", "type": "faceted"}),
                       qrels=qrels, run=run, folds=pd.DataFrame({"qid": qids, "fold": np.arange(queries) % folds + 1}),
-                      **empty)
+                      subtopics=subtopics, **empty)
 
 
 def write_run(run: pd.DataFrame, path: Path) -> Path:

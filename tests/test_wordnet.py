@@ -153,7 +153,8 @@ def test_cli_builds_with_params_and_card(tmp_path, monkeypatch, capsys):
 
 
 def test_cli_missing_wordnet_exits_2(tmp_path, monkeypatch, capsys):
-    monkeypatch.setattr(sys, "argv", ["srdiv", "collection", "wordnet-div", "--wordnet-dir", str(tmp_path),
+    (tmp_path / "wordnet").mkdir()
+    monkeypatch.setattr(sys, "argv", ["srdiv", "collection", "wordnet-div", "--wordnet-dir", str(tmp_path / "wordnet"),
                                       "--out", str(tmp_path / "coll")])
     with pytest.raises(SystemExit) as stop:
         main()

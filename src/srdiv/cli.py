@@ -8,13 +8,15 @@ commands and nothing else.
 
 from __future__ import annotations
 
+import functools
 import importlib
 import signal
 import sys
+from pathlib import Path
 
 import typer
 
-from srdiv.io import InputError
+from srdiv.io import InputError, check_output
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="srdiv: supervised search result diversification, one stage per command.")
@@ -32,6 +34,29 @@ COMMAND_MODULES = (
 
 for _name in COMMAND_MODULES:
     importlib.import_module(_name).register(app)
+
+WHOLE_DIR_OUTPUTS = {"subset", "trec-web", "wordnet-div", "embed", "pseudo-docs"}
+"""Commands whose ``--out`` directory is replaced as a whole (:func:`srdiv.io.atomic_dir`)."""
+
+
+def _guard_outputs(name: str, command):
+    """``command`` refusing an ``--out`` (or ``--*-out``) that would overwrite or replace one of its
+    inputs (every other path option), before it reads anything (:func:`srdiv.io.check_output`)."""
+    @functools.wraps(command)
+    def guarded(**options):
+        paths = {key: value if isinstance(value, list) else [value] for key, value in options.items()}
+        paths = {key: [v for v in values if isinstance(v, Path)] for key, values in paths.items()}
+        inputs = [v for key, values in paths.items() if not (key == "out" or key.endswith("_out")) for v in values]
+        for key, values in paths.items():
+            if key == "out" or key.endswith("_out"):
+                for out in values:
+                    check_output(out, inputs, whole_dir=name in WHOLE_DIR_OUTPUTS)
+        return command(**options)
+    return guarded
+
+
+for _info in [*app.registered_commands, *(c for g in app.registered_groups for c in g.typer_instance.registered_commands)]:
+    _info.callback = _guard_outputs(_info.name or _info.callback.__name__.replace("_", "-"), _info.callback)
 
 
 class Terminated(BaseException):
@@ -54,6 +79,10 @@ def main() -> None:
         code = app(standalone_mode=False)    # typer turns Ctrl-C into the return value 130
     except InputError as err:
         typer.secho(f"error: {err}", err=True, fg=typer.colors.RED)
+        sys.exit(2)
+    except OSError as err:  # an output that cannot be written (no such directory, disk full, permissions)
+        where = f"{err.filename}: " if err.filename else ""
+        typer.secho(f"error: {where}{err.strerror or err}", err=True, fg=typer.colors.RED)
         sys.exit(2)
     except Terminated:
         code = 143

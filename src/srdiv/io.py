@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import tempfile
 from pathlib import Path
 from typing import Iterator
 
+import numpy as np
 import pandas as pd
 
 
@@ -20,6 +22,18 @@ class InputError(Exception):
         self.reason = message
         where = self.path if line is None else f"{self.path}:{line}"
         super().__init__(f"{where}: {message}")
+
+
+def first_misfit(values, integer: bool, low: float = -np.inf, high: float = np.inf) -> int | None:
+    """Position of the first value that is not a finite number (a whole one when ``integer``) in
+    ``[low, high]``, or None: the check before a value is narrowed to a smaller type."""
+    numbers = pd.to_numeric(pd.Series(values, dtype=object), errors="coerce").to_numpy(np.float64, na_value=np.nan)
+    ok = np.isfinite(numbers)
+    if integer:
+        ok[ok] = numbers[ok] == np.round(numbers[ok])
+    ok[ok] = (numbers[ok] >= low) & (numbers[ok] <= high)
+    bad = np.flatnonzero(~ok)
+    return int(bad[0]) if bad.size else None
 
 
 @contextlib.contextmanager
@@ -43,6 +57,58 @@ def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
     except BaseException:
         tmp_path.unlink(missing_ok=True)
         raise
+
+
+@contextlib.contextmanager
+def atomic_dir(path: str | os.PathLike, marker: str) -> Iterator[Path]:
+    """Yield a temporary directory beside ``path``; it replaces ``path`` as a whole only on success.
+
+    For outputs of several files (a collection, ``srdiv embed``'s vectors and models): an
+    interrupt or an error leaves the old directory or the new one, never a mix. An existing
+    ``path`` that is not a directory, or a non-empty one without the file ``marker`` (so not an
+    earlier output of the same kind), is refused rather than replaced.
+    """
+    path = Path(path)
+    if path.exists() and not path.is_dir():
+        raise InputError(path, "output directory exists and is not a directory")
+    if path.is_dir() and any(path.iterdir()) and not (path / marker).exists():
+        raise InputError(path, f"output directory holds other files (no {marker}); choose a new or empty one")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent))
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(tmp, 0o777 & ~umask)
+    old = tmp.with_name(tmp.name + ".old")
+    try:
+        yield tmp
+        if path.exists():
+            os.replace(path, old)
+        os.replace(tmp, path)
+    except BaseException:
+        if old.exists() and not path.exists():
+            os.replace(old, path)          # interrupted between the two renames: the old one stays
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    shutil.rmtree(old, ignore_errors=True)
+
+
+def check_output(out: str | os.PathLike, inputs: list[str | os.PathLike], whole_dir: bool = False) -> None:
+    """Refuse an output that would overwrite or replace a command's own input.
+
+    Refused: ``out`` is an input file; and for a command that replaces ``out`` as a whole
+    directory (``whole_dir``), ``out`` is, contains or lies inside an input. (A command may
+    write new files into a directory that holds its inputs, as ``srdiv rank`` writes ``run.txt``
+    beside the ``model.pt`` it reads.)
+    """
+    target = Path(out).resolve()
+    for given in inputs:
+        source = Path(given).resolve()
+        if target == source and (whole_dir or not source.is_dir()):
+            raise InputError(out, "the output is also an input of this command; choose another output path")
+        if whole_dir and source != target and target in source.parents:
+            raise InputError(out, f"the output contains the input {given}; choose another output path")
+        if whole_dir and source.is_dir() and source in target.parents:
+            raise InputError(out, f"the output directory lies inside the input {given}; choose another path")
 
 
 def save_torch(obj, path: str | os.PathLike) -> None:
@@ -70,11 +136,16 @@ def write_text(text: str, path: str | os.PathLike) -> None:
 
 
 def read_parquet(path: str | os.PathLike, columns: list[str] | None = None) -> pd.DataFrame:
-    """Read a Parquet table, failing with one clear error when it is missing."""
+    """Read a Parquet table, failing with one clear error when it is missing or not a readable table."""
+    import pyarrow as pa
+
     path = Path(path)
     if not path.exists():
         raise InputError(path, "file not found")
-    return pd.read_parquet(path, columns=columns)
+    try:
+        return pd.read_parquet(path, columns=columns)
+    except (pa.ArrowException, OSError, ValueError) as err:
+        raise InputError(path, f"not a readable Parquet table ({str(err).splitlines()[0]})") from None
 
 
 def existing_file(path: str | os.PathLike, default_name: str, what: str) -> Path:

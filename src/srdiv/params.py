@@ -3,12 +3,19 @@
 Several files merge left to right (dicts recursively, everything else
 replaced), so ``params.yaml`` + ``config/smoke.yaml`` is the smoke setting.
 Snakemake reads the same files as its config; DVC tracks the same keys.
+
+Every file is checked against :data:`SCHEMA` when it is loaded, before any
+work starts: an unknown key, a value of the wrong type or out of range is one
+:class:`~srdiv.io.InputError` naming the file and the dotted key.
 """
 
 from __future__ import annotations
 
 import copy
+import math
 import os
+import re
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -85,6 +92,173 @@ def _merge_dropping_nulls(base: dict, overlay: dict) -> dict:
     return out
 
 
+@dataclass(frozen=True)
+class Check:
+    """The type and range of one params value (see :data:`SCHEMA`).
+
+    ``kind``: ``int``, ``number``, ``bool``, ``str``, ``list`` (of ``items``), ``record`` (the
+    mapping ``keys``), ``table`` (any keys, values ``items``), ``any``; ``alternatives`` accepts a
+    value that passes one of them. ``nullable``: null is allowed (an overlay removing a row or key).
+    """
+
+    kind: str
+    low: float | None = None
+    high: float | None = None
+    choices: tuple = ()
+    pattern: str | None = None
+    items: "Check | None" = None
+    keys: dict = field(default_factory=dict)
+    alternatives: tuple = ()
+    nullable: bool = False
+    nonempty: bool = False
+
+    def describe(self) -> str:
+        if self.alternatives:
+            return " or ".join(alt.describe() for alt in self.alternatives)
+        if self.choices:
+            return "one of " + ", ".join(map(str, self.choices))
+        names = {"int": "an integer", "number": "a number", "bool": "true or false", "str": "a string",
+                 "list": "a list", "record": "a mapping", "table": "a mapping", "any": "a value"}
+        text = names[self.kind]
+        if self.pattern:
+            text += f" matching {self.pattern}"
+        if self.low is not None and self.high is not None:
+            text += f" in [{self.low}, {self.high}]"
+        elif self.low is not None:
+            text += f" >= {self.low}"
+        return text
+
+
+def _int(low: int | None = None, high: int | None = None) -> Check:
+    return Check("int", low, high)
+
+
+def _num(low: float | None = None, high: float | None = None) -> Check:
+    return Check("number", low, high)
+
+
+def _str(*choices: str, pattern: str | None = None) -> Check:
+    return Check("str", choices=choices, pattern=pattern)
+
+
+def _list(items: Check, nonempty: bool = True) -> Check:
+    return Check("list", items=items, nonempty=nonempty)
+
+
+def _record(nullable_keys: bool = False, **keys: Check) -> Check:
+    """A mapping with these keys (``nullable_keys``: each may be null, as in a row that ``extends``)."""
+    if nullable_keys:
+        keys = {k: Check(**{**c.__dict__, "nullable": True}) for k, c in keys.items()}
+    return Check("record", keys=keys)
+
+
+def _table(items: Check) -> Check:
+    return Check("table", items=items)
+
+
+_BOOL, _ANY, _NAME = Check("bool"), Check("any"), _str()
+_REPRESENTATION = _str("doc2vec", "lda", "svd")
+_TRAIN_KEYS = dict(train_docs=_int(1), rank_docs=_int(1), epochs=_int(1), patience=_int(1), batch_size=_int(1),
+                   rank_batch=_int(1), device=_str(pattern=r"auto|cpu|cuda(:\d+)?|mps"), valid_measure=_NAME)
+_SAMPLE_KEYS = dict(permutations=_int(0), draw=_str("prefixes", "per_length"), metric=_NAME, alpha=_num(0, 1),
+                    pamm_positive=_int(1), pamm_negative=_int(1), pamm_metric=_NAME)
+OPTIMIZERS = ("adam", "sgd", "adagrad")
+"""Optimiser names a row's ``optim.name`` may take (``srdiv.train.trainer`` maps them to torch)."""
+_ROW = _record(
+    nullable_keys=True,
+    extends=_NAME, model=_NAME, objective=_NAME, variant_of=_NAME, variant=Check("str"),
+    group=_str("initial", "reference", "unsupervised", "implicit", "explicit"),
+    representation=_REPRESENTATION,
+    params=_table(Check("any", nullable=True)), objective_params=_table(Check("any", nullable=True)),
+    optim=_record(nullable_keys=True, name=_str(*OPTIMIZERS), lr=Check("number", 0, None), weight_decay=_num(0)),
+    train=_record(nullable_keys=True, **_TRAIN_KEYS),
+    tune=Check("table", items=Check("list", items=_ANY, nonempty=True, nullable=True)),
+    samples=_record(nullable_keys=True, **_SAMPLE_KEYS),
+)
+_ROW = Check(**{**_ROW.__dict__, "nullable": True})
+_TABLE_SPEC = _record(title=_NAME, reference=_NAME, runs=_list(_NAME), note=_NAME)
+SCHEMA = _record(
+    seed=_int(0), dataset=_NAME, study=_NAME, params_files=_list(_NAME), folds=_list(_int(1)),
+    run_models=Check("any", alternatives=(_str("all"), _list(_NAME))),
+    datasets=_table(Check(**{**_record(
+        collection=_NAME, representation=_REPRESENTATION, features=_str("text", "dssa-release"),
+        dssa_release=_NAME, docs=_NAME,
+        build=_record(kind=_str("subset", "trec-web"), source=_NAME, queries=_int(1), folds=_int(2),
+                      extra_docs=_int(0))).__dict__, "nullable": True})),
+    collections=_table(_table(_ANY)),      # checked by the builder (WordnetDivConfig: unknown keys are an error)
+    embed=_record(
+        doc2vec=_record(vector_size=_int(1), window=_int(1), dbow_words=_int(0, 1), alpha=_num(0), min_alpha=_num(0),
+                        min_count=_int(1), negative=_int(0), epochs=_int(1), workers=_int(1)),
+        lda=_record(num_topics=_int(1), passes=_int(1), iterations=_int(1), chunksize=_int(1), no_below=_int(1),
+                    no_above=_num(0, 1)),
+        svd=_record(num_topics=_int(1), power_iters=_int(0))),
+    pseudo_docs=_record(z=_int(1), field=_NAME, infer_epochs=Check("int", 1, nullable=True), workers=_int(1)),
+    features=_record(rank_docs=_int(1), k1=_num(0), b=_num(0, 1), mu=_num(0), diversity_vectors=_REPRESENTATION,
+                     max_subs=_int(1), max_subs2=_int(1)),
+    samples=_record(**_SAMPLE_KEYS),
+    train=_record(**_TRAIN_KEYS),
+    models=_table(_ROW),
+    report=_record(
+        reference=_NAME, alpha=_num(0, 1), holm=_BOOL, main_measures=_list(_NAME), cutoff_measures=_list(_NAME),
+        ablations=_table(_TABLE_SPEC), per_position=_record(model=_NAME, baseline=_NAME),
+        reference_runs=_table(_NAME),
+        sweeps=_table(_record(title=_NAME, x=_NAME, runs=_table(_num())))),
+)
+"""Every key ``params.yaml`` and its overlays may hold, with its type and range."""
+
+
+def _fits(value: Any, check: Check) -> bool:
+    """Whether ``value`` (not null) has ``check``'s type, range and choices (containers: not their items)."""
+    if check.alternatives:
+        return any(_fits(value, alt) and not _problems(value, alt, "") for alt in check.alternatives)
+    if check.kind == "any":
+        return True
+    if check.kind == "bool":
+        return isinstance(value, bool)
+    if check.kind in ("int", "number"):
+        types = (int,) if check.kind == "int" else (int, float)
+        if isinstance(value, bool) or not isinstance(value, types) or not math.isfinite(value):
+            return False
+        return (check.low is None or value >= check.low) and (check.high is None or value <= check.high)
+    if check.kind == "str":
+        return (isinstance(value, str) and (not check.choices or value in check.choices)
+                and (check.pattern is None or re.fullmatch(check.pattern, value) is not None))
+    if check.kind == "list":
+        return isinstance(value, list) and bool(value or not check.nonempty)
+    return isinstance(value, dict)
+
+
+def _problems(value: Any, check: Check, key: str) -> list[str]:
+    """``"key: what is wrong"`` for ``value`` and everything inside it (empty when it fits)."""
+    if value is None:
+        return [] if check.nullable else [f"'{key}' must be {check.describe()}, got null"]
+    if not _fits(value, check):
+        return [f"'{key}' must be {check.describe()}, got {value!r}"]
+    found: list[str] = []
+    if check.kind == "list":
+        for i, item in enumerate(value):
+            found += _problems(item, check.items, f"{key}[{i}]")
+    elif check.kind == "record":
+        for name, item in value.items():
+            sub = f"{key}.{name}" if key else str(name)
+            if name not in check.keys:
+                found.append(f"unknown key '{sub}' (known: {', '.join(check.keys)})")
+            else:
+                found += _problems(item, check.keys[name], sub)
+    elif check.kind == "table":
+        for name, item in value.items():
+            found += _problems(item, check.items, f"{key}.{name}")
+    return found
+
+
+def validate(params: dict, path: str | os.PathLike = "params.yaml") -> None:
+    """Raise :class:`InputError` (naming ``path`` and the key) where ``params`` does not fit :data:`SCHEMA`."""
+    problems = _problems(params, SCHEMA, "")
+    if problems:
+        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+        raise InputError(path, problems[0] + more)
+
+
 def load_params(paths: Sequence[str | os.PathLike] | str | os.PathLike) -> dict[str, Any]:
     """Load and merge one or more YAML params files."""
     if isinstance(paths, (str, os.PathLike)):
@@ -101,6 +275,7 @@ def load_params(paths: Sequence[str | os.PathLike] | str | os.PathLike) -> dict[
             raise InputError(path, f"invalid YAML: {err}", None if line is None else line + 1) from None
         if not isinstance(loaded, dict):
             raise InputError(path, "params file must hold a mapping")
+        validate(loaded, path)
         params = merge(params, loaded)
     return params
 

@@ -1,10 +1,15 @@
 # Names shared by the rules: the dataset, its paths, the model rows and folds to run.
 
 from srdiv.sampling.samples import samples_key
-from srdiv.params import lineage, lookup, model_rows
+from srdiv.params import lineage, load_params, lookup, model_rows, validate
 from srdiv.train.config import run_rows
 from srdiv.train.gather import reference_runs
+from srdiv.train.job import check_rows
 
+# Every params file is checked against srdiv's schema (and the merged config, with any --config
+# values) before the DAG is built: a misspelt key or an out-of-range value stops here.
+load_params(config.get("params_files") or ["params.yaml"])
+validate(config, " + ".join(config.get("params_files") or ["params.yaml"]))
 DATASET = config["dataset"]
 DS = config["datasets"][DATASET]
 WORK = f"work/{DATASET}"
@@ -25,6 +30,7 @@ DOCS_INPUT = [DS["docs"]] if DS.get("docs") else []
 FEATURES_FROM = DS.get("features", "text")  # text | dssa-release
 DEFAULT_REPR = DS.get("representation", "doc2vec")
 ROWS = run_rows(config)
+check_rows(config, ROWS, " + ".join(config["params_files"]))   # a misspelt row fails here, before any job
 ROW_ENTRIES = model_rows(config)   # rows with `extends` resolved
 REFERENCE_RUNS = {name: str(path) for name, path in reference_runs(config).items()}
 REFERENCES = f"{WORK}/reference_runs"

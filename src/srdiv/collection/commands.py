@@ -54,13 +54,11 @@ def wordnet_div(
     from srdiv.collection.schema import write_collection
     from srdiv.collection.wordnet import WordnetDivConfig, build_wordnet_div
     from srdiv.collection.wordnet_card import data_card
-    from srdiv.io import write_text
     from srdiv.params import load_params
 
     cfg = WordnetDivConfig.from_params(load_params(params) if params else {})
     coll = build_wordnet_div(wordnet_dir, cfg)
-    write_collection(coll, out)
-    write_text(data_card(coll, cfg), out / "README.md")
+    write_collection(coll, out, extra={"README.md": data_card(coll, cfg)})
     typer.echo(f"{len(coll.topics)} queries, {len(coll.subtopics)} subtopics, {len(coll.docs)} documents -> {out}")
 
 

@@ -31,9 +31,10 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
-from srdiv.io import InputError, write_parquet
+from srdiv.io import InputError, atomic_dir, first_misfit, read_parquet, write_parquet, write_text
 
 TABLES: dict[str, dict[str, str]] = {
     "topics": {"qid": "string", "query": "string", "description": "string", "type": "string"},
@@ -53,6 +54,14 @@ TABLES: dict[str, dict[str, str]] = {
 }
 """Required columns and dtypes of each table (``docs`` may carry graph columns too)."""
 
+RANGES: dict[str, dict[str, tuple[float, float]]] = {
+    "suggestions": {"level": (1, 2), "weight": (0.0, np.inf)},
+    "qrels": {"grade": (0, np.iinfo(np.int8).max), "rel": (0, 1)},
+    "run": {"rank": (1, np.iinfo(np.int32).max)},
+    "folds": {"fold": (1, np.iinfo(np.int8).max)},
+}
+"""Allowed values of numeric columns (inclusive), besides fitting their dtype and being finite."""
+
 OPTIONAL_TABLES = {"docs"}
 DOC_GRAPH_COLUMNS = ("pagerank", "inlinks", "outlinks")
 
@@ -60,7 +69,10 @@ DOC_GRAPH_COLUMNS = ("pagerank", "inlinks", "outlinks")
 def conform(name: str, df: pd.DataFrame, path: str | os.PathLike = "<frame>") -> pd.DataFrame:
     """Check a table's required columns and cast them to the schema's dtypes.
 
-    Extra columns are kept after the required ones (e.g. graph features in ``docs``).
+    A numeric value is cast only when it fits: a number (finite), a whole number for an integer
+    column, within the dtype and :data:`RANGES`; anything else is an :class:`InputError` naming
+    the column and row, never a silently wrapped or truncated value. Extra columns are kept after
+    the required ones (e.g. graph features in ``docs``).
     """
     spec = TABLES[name]
     missing = [c for c in spec if c not in df.columns]
@@ -71,8 +83,26 @@ def conform(name: str, df: pd.DataFrame, path: str | os.PathLike = "<frame>") ->
         if dtype == "string":
             out[col] = out[col].astype(str).astype(object)
         else:
-            out[col] = out[col].astype(dtype)
+            out[col] = checked_numbers(out[col], dtype, RANGES.get(name, {}).get(col), f"table '{name}'", path)
     return out.reset_index(drop=True)
+
+
+def checked_numbers(values: pd.Series, dtype: str, bounds: tuple[float, float] | None, what: str,
+                    path: str | os.PathLike) -> pd.Series:
+    """``values`` as ``dtype`` when every one is finite, whole for an integer dtype, and within
+    the dtype's range and ``bounds``; else :class:`InputError` naming the first that is not."""
+    integer = np.issubdtype(np.dtype(dtype), np.integer)
+    low, high = bounds if bounds else (-np.inf, np.inf)
+    if integer:
+        low, high = max(low, np.iinfo(dtype).min), min(high, np.iinfo(dtype).max)
+    bad = first_misfit(values.to_numpy(), integer, low, high)
+    if bad is not None:
+        kind = "an integer" if integer else "a finite number"
+        span = f" in [{low:.0f}, {high:.0f}]" if integer else f" in [{low:g}, {high:g}]"
+        value = values.iloc[bad]
+        value = value.item() if hasattr(value, "item") else value   # 301, not np.int64(301)
+        raise InputError(path, f"{what}: {values.name} {value!r} in row {bad + 1} is not {kind}{span}")
+    return pd.to_numeric(values).astype(dtype)
 
 
 @dataclass
@@ -94,15 +124,51 @@ class Collection:
         return list(self.topics["qid"])
 
 
-def write_collection(coll: Collection, out_dir: str | os.PathLike) -> None:
-    """Write every table of ``coll`` to ``out_dir/<table>.parquet`` (each atomically)."""
-    out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    for name in TABLES:
-        df = getattr(coll, name)
-        if df is None:
-            continue
-        write_parquet(conform(name, df), out_dir / f"{name}.parquet")
+def check_references(coll: Collection, path: str | os.PathLike = "<collection>") -> None:
+    """Every table speaks of the collection's topics, and every relevant judgment of a subtopic of its topic.
+
+    A qrels, run, folds or suggestions row for a qid that is not a topic, or a judgment with
+    ``rel > 0`` for a (qid, sid) that ``subtopics`` lacks, is an :class:`InputError`: dropping it
+    would silently change every metric. (Non-relevant judgments may name other subtopic ids: TREC
+    2009 judges documents relevant to no subtopic as subtopic 0.) Empty topics, qrels, run or folds
+    are errors too: they would replace a collection with one nothing can be measured on.
+    """
+    for name in ("topics", "qrels", "run", "folds"):
+        if len(getattr(coll, name)) == 0:
+            raise InputError(Path(path) / f"{name}.parquet", f"table '{name}' is empty")
+    topics = set(coll.topics["qid"])
+    for name in ("subtopics", "suggestions", "qrels", "run", "folds"):
+        table = getattr(coll, name)
+        unknown = ~table["qid"].isin(topics).to_numpy()
+        if unknown.any():
+            i = int(np.flatnonzero(unknown)[0])
+            raise InputError(Path(path) / f"{name}.parquet",
+                             f"qid '{table['qid'].iloc[i]}' in row {i + 1} is not a topic of the collection")
+    known = pd.MultiIndex.from_frame(coll.subtopics[["qid", "sid"]].astype(str))
+    relevant = coll.qrels[coll.qrels["rel"] > 0]
+    unknown = ~pd.MultiIndex.from_frame(relevant[["qid", "sid"]].astype(str)).isin(known)
+    if unknown.any():
+        row = relevant.iloc[int(np.flatnonzero(unknown)[0])]
+        raise InputError(Path(path) / "qrels.parquet",
+                         f"document '{row['docno']}' is judged relevant to subtopic '{row['sid']}' of topic "
+                         f"'{row['qid']}', which the topic's subtopics lack")
+
+
+def write_collection(coll: Collection, out_dir: str | os.PathLike, extra: dict[str, str] | None = None) -> None:
+    """Write every table of ``coll`` to ``out_dir/<table>.parquet``, the directory as a whole.
+
+    The tables are checked (:func:`conform`, :func:`check_references`) and written to a
+    temporary directory that replaces ``out_dir`` only when complete, so an interrupt or an
+    error leaves the old collection or the new one, never a mix. ``extra``: text files written
+    with them (``{"README.md": data card}``).
+    """
+    tables = {name: conform(name, getattr(coll, name)) for name in TABLES if getattr(coll, name) is not None}
+    check_references(Collection(**tables), out_dir)
+    with atomic_dir(out_dir, marker="topics.parquet") as tmp:
+        for name, df in tables.items():
+            write_parquet(df, tmp / f"{name}.parquet")
+        for name, text in (extra or {}).items():
+            write_text(text, tmp / name)
 
 
 def load_collection(path: str | os.PathLike, with_docs: bool = False) -> Collection:
@@ -118,5 +184,7 @@ def load_collection(path: str | os.PathLike, with_docs: bool = False) -> Collect
             continue
         if not file.exists():
             raise InputError(file, f"collection table '{name}' not found")
-        tables[name] = conform(name, pd.read_parquet(file), file)
-    return Collection(**tables, path=path)
+        tables[name] = conform(name, read_parquet(file), file)
+    coll = Collection(**tables, path=path)
+    check_references(coll, path)
+    return coll

@@ -84,7 +84,7 @@ def read_qrels(path: str | os.PathLike, qids: set[str]) -> pd.DataFrame:
     """
     frame = read_fields(path, QRELS_FIELDS)
     sid = parse_numbers(frame, "sid", path, integer=True)
-    grade = parse_numbers(frame, "grade", path, integer=True)
+    grade = parse_numbers(frame, "grade", path, integer=True, bounds=(-128, 127))   # stored as int8
     problems = {
         "unknown topic": ~frame["qid"].isin(qids).to_numpy(),
         "negative subtopic": (sid < 0).to_numpy(),

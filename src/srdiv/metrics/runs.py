@@ -17,7 +17,7 @@ from typing import Iterable
 import numpy as np
 import pandas as pd
 
-from srdiv.io import InputError, atomic_path, read_parquet
+from srdiv.io import InputError, atomic_path, first_misfit, read_parquet
 
 TREC_RUN_FIELDS = ("qid", "Q0", "docno", "rank", "score", "tag")
 RUN_COLUMNS = ("qid", "docno", "rank", "score")
@@ -50,17 +50,25 @@ def read_fields(path: str | os.PathLike, names: tuple[str, ...]) -> pd.DataFrame
     return frame
 
 
-def parse_numbers(frame: pd.DataFrame, column: str, path: str | os.PathLike, integer: bool) -> pd.Series:
-    """Column -> int64 (``integer``) or finite float64, failing at the first bad line."""
-    values = pd.to_numeric(frame[column], errors="coerce").to_numpy(np.float64)
-    ok = np.isfinite(values)
-    if integer:
-        ok[ok] = values[ok] == np.round(values[ok])
-    if not ok.all():
-        i = int(np.flatnonzero(~ok)[0])
+INT32 = (float(np.iinfo(np.int32).min), float(np.iinfo(np.int32).max))
+"""Range of an integer field of a TREC file: ndeval and trec_eval read them as C ints."""
+
+
+def parse_numbers(frame: pd.DataFrame, column: str, path: str | os.PathLike, integer: bool,
+                  bounds: tuple[float, float] | None = None) -> pd.Series:
+    """Column -> int64 (``integer``) or finite float64, failing at the first bad line.
+
+    Integers must lie in ``bounds`` (default: a C int's range, as ndeval reads them), so no value
+    is silently wrapped or rounded on its way to a narrower type.
+    """
+    low, high = bounds or (INT32 if integer else (-np.inf, np.inf))
+    bad = first_misfit(frame[column].to_numpy(), integer, low, high)
+    if bad is not None:
         kind = "an integer" if integer else "a finite number"
-        raise InputError(path, f"{column} '{frame[column].iloc[i]}' is not {kind}{_where(frame, i)}",
-                         _line(frame, i))
+        value = frame[column].iloc[bad]
+        span = f" in [{low:.0f}, {high:.0f}]" if integer else ""
+        raise InputError(path, f"{column} '{value}' is not {kind}{span}{_where(frame, bad)}", _line(frame, bad))
+    values = pd.to_numeric(frame[column]).to_numpy(np.float64)
     return pd.Series(values.astype(np.int64) if integer else values, index=frame.index)
 
 

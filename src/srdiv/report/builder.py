@@ -269,7 +269,7 @@ def build_report(metrics_path: Path, params: dict, params_paths: list[Path], out
         curves = []
         for spec in specs:
             for path in sorted((models_dir / spec.key).glob("fold*/curve.parquet")):
-                curves.append(pd.read_parquet(path).assign(run=spec.label, fold=path.parent.name))
+                curves.append(read_parquet(path).assign(run=spec.label, fold=path.parent.name))
         if curves:
             written += plots.learning_curves(pd.concat(curves), plot_dir / "learning-curves")
 

@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from srdiv.collection.schema import DOC_GRAPH_COLUMNS, TABLES, conform
-from srdiv.io import InputError
+from srdiv.io import InputError, first_misfit, read_parquet
 
 TEXT_COLUMNS = ("title", "body", "anchor", "url")
 """The text columns of a document; all of them make the text that doc2vec and LDA learn from."""
@@ -63,7 +63,7 @@ def read_docs(path: str | os.PathLike) -> pd.DataFrame:
     if path.suffix in (".jsonl", ".json"):
         df = _read_jsonl(path)
     elif path.suffix == ".parquet":
-        df = pd.read_parquet(path)
+        df = read_parquet(path)
     else:
         raise InputError(path, "documents file must end in .jsonl, .json or .parquet")
     for col in TABLES["docs"]:
@@ -73,13 +73,15 @@ def read_docs(path: str | os.PathLike) -> pd.DataFrame:
     if df["docno"].duplicated().any():
         dup = df.loc[df["docno"].duplicated(), "docno"].iloc[0]
         raise InputError(path, f"docno {dup!r} appears more than once")
+    if len(df) == 0:
+        raise InputError(path, "no documents")
     for col in DOC_GRAPH_COLUMNS:
         if col in df.columns:
-            values = pd.to_numeric(df[col], errors="coerce")
-            if values.isna().any():
-                bad = df.loc[values.isna(), "docno"].iloc[0]
-                raise InputError(path, f"column '{col}' of document {bad!r} is not a number")
-            df[col] = values.astype(np.float64)
+            bad = first_misfit(df[col].to_numpy(), integer=False, low=0.0)
+            if bad is not None:
+                raise InputError(path, f"column '{col}' of document {df['docno'].iloc[bad]!r} is not a finite "
+                                       f"number >= 0 (got {df[col].iloc[bad]!r})")
+            df[col] = pd.to_numeric(df[col]).astype(np.float64)
     return df
 
 

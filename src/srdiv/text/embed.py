@@ -47,7 +47,7 @@ import pyarrow.parquet as pq
 import scipy.sparse as sp
 from tqdm.auto import tqdm
 
-from srdiv.io import InputError, atomic_path
+from srdiv.io import InputError, atomic_dir, atomic_path
 
 
 # ------------------------------------------------------------------ vector tables
@@ -68,7 +68,10 @@ def read_vectors(path: str | os.PathLike) -> tuple[pd.DataFrame, np.ndarray]:
     path = Path(path)
     if not path.exists():
         raise InputError(path, "vector table not found")
-    table = pq.read_table(path)
+    try:
+        table = pq.read_table(path)
+    except (pa.ArrowException, OSError) as err:
+        raise InputError(path, f"not a readable Parquet table ({str(err).splitlines()[0]})") from None
     if "vector" not in table.column_names:
         raise InputError(path, "vector table lacks the 'vector' column")
     column = table.column("vector").combine_chunks()
@@ -76,7 +79,12 @@ def read_vectors(path: str | os.PathLike) -> tuple[pd.DataFrame, np.ndarray]:
     dim = int(lengths[0]) if len(lengths) else 0
     if len(lengths) and (lengths != dim).any():
         raise InputError(path, "vectors of different lengths")
-    vectors = column.flatten().to_numpy(zero_copy_only=False).astype(np.float32).reshape(len(lengths), dim)
+    vectors = column.flatten().to_numpy(zero_copy_only=False).astype(np.float64).reshape(len(lengths), dim)
+    finite = np.isfinite(vectors).all(axis=1) & (np.abs(vectors) <= np.finfo(np.float32).max).all(axis=1)
+    if not finite.all():
+        raise InputError(path, f"vector in row {int(np.flatnonzero(~finite)[0]) + 1} has a value that is not a "
+                               "finite float32")
+    vectors = vectors.astype(np.float32)
     return table.drop(["vector"]).to_pandas(), vectors
 
 
@@ -272,19 +280,23 @@ def lda_terms(model) -> pd.Index:
 
 def embed_documents(docs: pd.DataFrame, params: dict, out_dir: str | os.PathLike) -> dict[str, float]:
     """Train doc2vec, LDA and SVD on ``docs``; write ``doc2vec.parquet``, ``lda.parquet``, ``svd.parquet``
-    and the models.
+    and the models into ``out_dir``, which is replaced as a whole (:func:`srdiv.io.atomic_dir`).
 
     ``params``: the ``embed`` section from :func:`srdiv.text.defaults.stage_params`.
     Returns seconds per step.
     """
+    with atomic_dir(out_dir, marker="doc2vec.parquet") as tmp:
+        return _embed_into(docs, params, tmp)
+
+
+def _embed_into(docs: pd.DataFrame, params: dict, out_dir: Path) -> dict[str, float]:
+    """:func:`embed_documents`'s work, into the (temporary) directory ``out_dir``."""
     import time
 
     from srdiv.text.analysis import tokenize_many
     from srdiv.text.documents import TEXT_COLUMNS, join_columns
     from srdiv.text.sparse import count_matrix
 
-    out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
     seed, times = params["seed"], {}
     texts = join_columns(docs, TEXT_COLUMNS)
     keys = docs[["docno"]]

@@ -19,7 +19,7 @@ import pandas as pd
 import scipy.sparse as sp
 
 from srdiv.collection.schema import Collection
-from srdiv.io import InputError
+from srdiv.io import InputError, atomic_dir
 
 STRING_COLUMNS = ["qid", "sugg_id", "text"]
 
@@ -66,13 +66,19 @@ def retrieve(docs: pd.DataFrame, texts: list[str], params: dict) -> np.ndarray:
 
 def pseudo_document_vectors(coll: Collection, docs: pd.DataFrame, embed_dir, params: dict,
                             out_dir) -> dict[str, float]:
-    """Write ``doc2vec.parquet``, ``lda.parquet`` and ``svd.parquet`` (``qid, sugg_id, vector``) under ``out_dir``.
+    """Write ``doc2vec.parquet``, ``lda.parquet`` and ``svd.parquet`` (``qid, sugg_id, vector``) into
+    ``out_dir``, which is replaced as a whole (:func:`srdiv.io.atomic_dir`).
 
     ``params``: :func:`srdiv.text.defaults.stage_params` of ``pseudo_docs``
     with BM25's ``k1`` and ``b`` added from ``features``. Returns seconds per step.
     """
+    with atomic_dir(out_dir, marker="doc2vec.parquet") as tmp:
+        return _pseudo_vectors_into(coll, docs, embed_dir, params, tmp)
+
+
+def _pseudo_vectors_into(coll: Collection, docs: pd.DataFrame, embed_dir, params: dict, out_dir) -> dict[str, float]:
+    """:func:`pseudo_document_vectors`' work, into the (temporary) directory ``out_dir``."""
     import time
-    from pathlib import Path
 
     from srdiv.text.analysis import tokenize_many
     from srdiv.text.documents import TEXT_COLUMNS, join_columns
@@ -80,7 +86,6 @@ def pseudo_document_vectors(coll: Collection, docs: pd.DataFrame, embed_dir, par
                                   write_vectors)
     from srdiv.text.sparse import count_matrix
 
-    out_dir = Path(out_dir)
     doc2vec, lda = load_model(embed_dir, "doc2vec"), load_model(embed_dir, "lda")
     strings = query_strings(coll)
     keys = strings[["qid", "sugg_id"]]

@@ -44,18 +44,15 @@ def train(
     """Tune on the validation fold and train one model row; save the chosen model (model.pt)."""
     from srdiv.collection.schema import load_collection
     from srdiv.features.bundle import Bundle
-    from srdiv.io import InputError
     from srdiv.params import load_params
     from srdiv.sampling.samples import Samples
     from srdiv.train.config import model_spec
-    from srdiv.train.job import Trained, run_job
+    from srdiv.train.job import Trained, check_rows, run_job
 
     configure_torch(threads)
     loaded = load_params(params)
-    try:
-        spec = model_spec(loaded, model)
-    except (KeyError, ValueError) as err:
-        raise InputError(params[-1], err.args[0]) from None
+    check_rows(loaded, [model], params[-1])
+    spec = model_spec(loaded, model)
     hparams = run_job(spec, Bundle.load(bundle), load_collection(collection), fold, out, seed=loaded.get("seed", 0),
                       samples=Samples.load(samples) if samples else None,
                       prior=Trained.load(prior) if prior else None, progress=progress)

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib
+import inspect
 import json
 import pkgutil
 import shutil
@@ -37,12 +38,12 @@ import torch
 
 from srdiv.collection.schema import Collection
 from srdiv.features.bundle import Bundle, BundleDims, FeatureScaler
-from srdiv.io import existing_file, save_torch, write_parquet, write_text
+from srdiv.io import InputError, existing_file, save_torch, write_parquet, write_text
 from srdiv.metrics.runs import write_trec_run
 from srdiv.models.base import DiversityModel
 from srdiv.registry import MODELS, OBJECTIVES, Registry
 from srdiv.sampling.samples import Samples
-from srdiv.train.config import ModelSpec, TrainSettings
+from srdiv.train.config import ModelSpec, TrainSettings, model_spec
 from srdiv.train.folds import FoldSplit, fold_split, select_queries
 from srdiv.train.ranking import RunScorer, rank_bundle, resolve_device, run_frame
 from srdiv.train.trainer import Callback, Trainer, curve_frame, trainable
@@ -65,6 +66,51 @@ def lookup(registry: Registry, name: str):
     if name not in registry.names():
         import_plugins()
     return registry.get(name)
+
+
+def keywords(cls: type) -> set[str] | None:
+    """The keyword arguments ``cls(...)`` accepts, following ``**params`` up the class chain.
+
+    None when a ``**params`` reaches a constructor that takes anything (nothing to check).
+    """
+    names: set[str] = set()
+    for klass in cls.__mro__:
+        if "__init__" not in vars(klass) or klass in (object, torch.nn.Module):
+            continue
+        params = list(inspect.signature(klass.__init__).parameters.values())[1:]
+        names |= {p.name for p in params if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)} - {"dims"}
+        if not any(p.kind == p.VAR_KEYWORD for p in params):
+            return names
+    return None
+
+
+def check_rows(params: dict, rows: Sequence[str], where: str = "params.yaml") -> None:
+    """Every row's model and objective are registered and take the keywords the row gives them.
+
+    Run before any work starts (the Snakefile and ``srdiv train``): a misspelt name or parameter is
+    one :class:`InputError` naming the row and the key.
+    """
+    for row in rows:
+        try:
+            spec = model_spec(params, row)
+            model = lookup(MODELS, spec.model)
+            objective = lookup(OBJECTIVES, spec.objective) if spec.objective else None
+        except (KeyError, ValueError) as err:
+            raise InputError(where, f"models.{row}: {err.args[0]}") from None
+        given = {"params": set(spec.params) | {k for k in spec.tune if "." not in k},
+                 "objective_params": set(spec.objective_params) | {k.partition(".")[2] for k in spec.tune
+                                                                    if k.startswith("objective.")}}
+        for section, cls in (("params", model), ("objective_params", objective)):
+            known = keywords(cls) if cls is not None else set()
+            unknown = sorted(given[section] - known) if known is not None else []
+            if unknown:
+                raise InputError(where, f"models.{row}.{section}: {cls.__name__ if cls else 'no objective'} "
+                                        f"takes no {', '.join(unknown)} (it takes {', '.join(sorted(known)) or 'none'})")
+        for key in spec.tune:
+            section, _, name = key.rpartition(".")
+            if section not in ("", "optim", "objective", "train") or (
+                    section == "train" and name not in {f.name for f in fields(TrainSettings)}):
+                raise InputError(where, f"models.{row}.tune: unknown key '{key}'")
 
 
 def build_model(spec: ModelSpec, dims: BundleDims, prior: DiversityModel | None = None) -> DiversityModel:
