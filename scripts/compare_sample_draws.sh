@@ -32,7 +32,7 @@ done
 python - "$OUT" <<'PY'
 import sys, json, pathlib
 import pandas as pd
-from srdiv.report.stats import paired_pvalues
+from srdiv.metrics.stats import paired_pvalues
 out = pathlib.Path(sys.argv[1])
 frames = {}
 for draw in ("per_length", "prefixes"):

@@ -95,10 +95,53 @@ def test_evaluate_good_run(collection, tmp_path, monkeypatch, capsys):
     main()
     captured = capsys.readouterr()
     header, values = captured.out.strip().splitlines()
-    assert header.split("\t")[:3] == ["topics", "alpha_nDCG@20", "ERR_IA@20"] and values.startswith("7\t")
-    assert "5 judged topics have no results" in captured.err
+    assert header.split("\t")[:4] == ["run", "topics", "alpha_nDCG@20", "ERR_IA@20"] and values.startswith("run\t7\t")
+    assert "run: 5 judged topics have no results" in captured.err
     metrics = pd.read_parquet(out)
-    assert list(metrics.columns) == ["qid", "measure", "value"] and metrics["qid"].nunique() == 7
+    assert list(metrics.columns) == ["run", "qid", "measure", "value"] and metrics["qid"].nunique() == 7
+
+
+def test_evaluate_several_runs_and_a_topic_subset(collection, tmp_path, monkeypatch, capsys):
+    from srdiv.collection.schema import load_collection
+    from srdiv.metrics.stats import paired_pvalues
+
+    coll = load_collection(collection)
+    judged = coll.qrels[coll.qrels["rel"] > 0]
+    (tmp_path / "a.txt").write_text(GOOD_RUN)
+    best = judged.drop_duplicates(["qid", "docno"]).assign(rank=lambda f: f.groupby("qid").cumcount() + 1)
+    (tmp_path / "b.txt").write_text("".join(f"{r.qid} Q0 {r.docno} {r.rank} {10 - r.rank} b\n" for r in best.itertuples()))
+    monkeypatch.setattr(sys, "argv", ["srdiv", "evaluate", "--collection", str(collection), "--run",
+                                      str(tmp_path / "a.txt"), "--run", str(tmp_path / "b.txt"),
+                                      "--out", str(tmp_path / "m.parquet")])
+    main()
+    out = capsys.readouterr().out
+    metrics = pd.read_parquet(tmp_path / "m.parquet")
+    assert list(pd.unique(metrics["run"])) == ["a", "b"]
+    for name in ("a", "b"):                      # each run's values are those of evaluating it alone
+        alone = evaluate_run(read_run(tmp_path / f"{name}.txt"), coll.qrels)
+        mine = metrics[metrics["run"] == name].drop(columns="run").reset_index(drop=True)
+        pd.testing.assert_frame_equal(mine, alone.reset_index(drop=True))
+    wide = metrics[metrics["measure"] == "alpha_nDCG@20"].pivot(index="qid", columns="run", values="value")
+    expected = "▲" if paired_pvalues(wide, "a")["b"] < 0.05 else ""
+    b_line = next(line for line in out.splitlines() if line.startswith("b\t"))
+    assert b_line.split("\t")[2] == f"{wide['b'].mean():.4f}{expected}" and "paired t-test" in out
+    # a topic subset: only those topics are evaluated
+    numeric = sorted((q for q in coll.qids if q.isdigit()), key=int)
+    code, err = cli(monkeypatch, capsys, "evaluate", "--collection", collection, "--run", tmp_path / "a.txt",
+                    "--topics", f"{numeric[0]}-{numeric[1]}", "--out", tmp_path / "s.parquet")
+    assert code == 0, err
+    chosen = set(pd.read_parquet(tmp_path / "s.parquet")["qid"])
+    assert chosen and chosen <= {q for q in numeric if int(numeric[0]) <= int(q) <= int(numeric[1])}
+    code, err = cli(monkeypatch, capsys, "evaluate", "--collection", collection, "--run", tmp_path / "a.txt",
+                    "--topics", "9999", "--out", tmp_path / "s2.parquet")
+    assert_fails(code, err, "topics.parquet", "no topic of the collection matches '9999'")
+
+
+def test_evaluate_on_a_source_directory_says_how_to_build_a_collection(tmp_path, monkeypatch, capsys):
+    (tmp_path / "run.txt").write_text(GOOD_RUN)
+    code, err = cli(monkeypatch, capsys, "evaluate", "--collection", MINI, "--run", tmp_path / "run.txt",
+                    "--out", tmp_path / "m.parquet")
+    assert_fails(code, err, "topics.parquet", "srdiv collection trec-web --source DIR --out COLLECTION")
 
 
 # ------------------------------------------------------------------ collection

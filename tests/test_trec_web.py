@@ -102,3 +102,12 @@ def test_cli_builds_mini_collection(tmp_path, monkeypatch, capsys):
     coll = load_collection(tmp_path / "coll")
     assert coll.qids == ["1", "2", "51", "95", "101", "102", "151", "152"]
     assert coll.docs is None and set(coll.folds["fold"]) == {1, 2, 3, 4, 5}
+
+
+def test_vendored_text_files_end_with_a_newline():
+    """Concatenating vendored files (``cat runs/*.txt``) must never join two lines."""
+    root = Path(__file__).resolve().parents[1]
+    files = [p for base in ("data/external", "data/collections", "tests/fixtures") for p in (root / base).rglob("*")
+             if p.is_file() and p.suffix in {".txt", ".json", ".xml", ".qrels", ".md", ".tsv", ".csv", ".emb"}]
+    assert files
+    assert [str(p.relative_to(root)) for p in files if p.stat().st_size and not p.read_bytes().endswith(b"\n")] == []

@@ -21,6 +21,20 @@ from srdiv.io import InputError, check_output
 app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="srdiv: supervised search result diversification, one stage per command.")
 
+
+def _print_version(value: bool) -> None:
+    if value:
+        from importlib.metadata import version
+
+        typer.echo(f"srdiv {version('srdiv')}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _options(version: bool = typer.Option(False, "--version", callback=_print_version, is_eager=True,
+                                          help="Print srdiv's version and exit.")) -> None:
+    """srdiv: supervised search result diversification, one stage per command."""
+
 COMMAND_MODULES = (
     "srdiv.collection.commands",
     "srdiv.metrics.commands",

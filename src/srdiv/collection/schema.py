@@ -183,7 +183,9 @@ def load_collection(path: str | os.PathLike, with_docs: bool = False) -> Collect
             tables[name] = None
             continue
         if not file.exists():
-            raise InputError(file, f"collection table '{name}' not found")
+            hint = (" (a collection is a directory of Parquet tables: build one with 'srdiv collection trec-web "
+                    "--source DIR --out COLLECTION' for the TREC Web Track files, or see 'srdiv collection --help')")
+            raise InputError(file, f"collection table '{name}' not found{hint if name == 'topics' else ''}")
         tables[name] = conform(name, read_parquet(file), file)
     coll = Collection(**tables, path=path)
     check_references(coll, path)

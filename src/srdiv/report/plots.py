@@ -14,7 +14,7 @@ import pandas as pd  # noqa: E402
 from scipy import stats  # noqa: E402
 
 from srdiv.io import atomic_path  # noqa: E402
-from srdiv.report.stats import per_query  # noqa: E402
+from srdiv.metrics.stats import per_query  # noqa: E402
 
 
 def save(fig, out_stem: Path) -> list[Path]:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from srdiv.report.stats import paired_pvalues, per_query
+from srdiv.metrics.stats import paired_pvalues, per_query
 
 MEASURE_LABELS = {
     "ERR_IA": "ERR-IA", "nERR_IA": "nERR-IA", "alpha_nDCG": "α-nDCG", "NRBP": "NRBP",

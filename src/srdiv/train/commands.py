@@ -28,7 +28,7 @@ def configure_torch(threads: int) -> None:
 
 
 def train(
-    model: str = typer.Option(..., help="Row of params.yaml 'models' (e.g. DSSA, ListMLE, Lemur)."),
+    model: str = typer.Option(..., help="Row of params.yaml 'models' (e.g. DSSA, ListMLE, Initial)."),
     fold: int = typer.Option(..., help="Test fold of this trial (validation: the next fold)."),
     bundle: Path = typer.Option(..., help="Bundle .npz of the dataset (srdiv bundle)."),
     collection: Path = typer.Option(..., help="Collection directory (folds, qrels)."),
