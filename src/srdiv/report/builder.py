@@ -255,16 +255,17 @@ def build_report(metrics_path: Path, params: dict, params_paths: list[Path], out
     plot_dir = out_dir / "plots"
     plot_dir.mkdir(parents=True, exist_ok=True)
     reference = cfg.reference if cfg.reference in main_runs else (main_runs[0] if main_runs else None)
+    groups = {s.label: GROUP_TITLES.get(s.group, s.group) for s in specs}
     if reference is not None:
         written += plots.per_query_differences(labelled, main_runs, reference, "alpha_nDCG@20",
-                                               plot_dir / "per-query-differences")
+                                               plot_dir / "per-query-differences", groups)
     panels = {name: {**spec, "points": {labels[k]: x for k, x in spec["runs"].items() if k in labels}}
               for name, spec in cfg.sweeps.items()}
     panels = {name: spec for name, spec in panels.items() if len(set(spec["points"]) & set(labelled["run"])) > 1}
     if panels:
         written += plots.sweeps(labelled, panels, "alpha_nDCG@20", plot_dir / "sweeps")
     if metric_at_k is not None and not metric_at_k.empty:
-        written += plots.metric_at_k(metric_at_k, "α-nDCG@k", plot_dir / "alpha-ndcg-at-k")
+        written += plots.metric_at_k(metric_at_k, "α-nDCG@k", plot_dir / "alpha-ndcg-at-k", groups, reference)
     if models_dir is not None:
         curves = []
         for spec in specs:

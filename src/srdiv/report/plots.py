@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import textwrap
 from pathlib import Path
 
 import matplotlib
@@ -29,47 +30,111 @@ def save(fig, out_stem: Path) -> list[Path]:
     return paths
 
 
-def style(i: int) -> dict:
-    """Line style of the ``i``-th run: ten colours, then the same colours dashed, then dotted."""
-    return {"color": plt.get_cmap("tab10")(i % 10), "linestyle": ("-", "--", ":")[(i // 10) % 3]}
+PANEL_RUNS = 8
+"""At most this many runs share a panel, each in its own colour (tab10), so no two lines look alike."""
+
+PAMM_NOTE = ("PAMM's loss, minus the sum over margin-violating (Y+, Y-) pairs of log P(Y+) - log P(Y-), is "
+             "unbounded below: it keeps falling as the negative rankings become improbable, while the margin "
+             "test (on probabilities of whole rankings, all tiny) stays violated.")
 
 
-def learning_curves(curves: pd.DataFrame, out_stem: Path) -> list[Path]:
-    """Validation metric and training loss per epoch; ``curves``: run, fold, epoch, loss, valid."""
-    fig, (ax_loss, ax_valid) = plt.subplots(1, 2, figsize=(11, 4))
-    for i, (run, frame) in enumerate(curves.groupby("run", sort=False)):
-        mean = frame.groupby("epoch")[["loss", "valid"]].mean()
-        ax_loss.plot(mean.index, mean["loss"], label=run, **style(i))
-        ax_valid.plot(mean.index, mean["valid"], label=run, **style(i))
-    # Losses differ by orders of magnitude between objectives (PAMM's is unbounded below): symlog axis.
-    ax_loss.set(xlabel="epoch", ylabel="training loss (mean over folds, symlog)", yscale="symlog")
-    ax_valid.set(xlabel="epoch", ylabel="validation α-nDCG@20 (mean over folds)")
-    ax_valid.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0))
+def panels_by_group(runs: list[str], groups: dict[str, str]) -> dict[str, list[str]]:
+    """``{panel title: runs}``: runs grouped as the tables group them, at most :data:`PANEL_RUNS` a panel."""
+    grouped: dict[str, list[str]] = {}
+    for run in runs:
+        grouped.setdefault(groups.get(run, ""), []).append(run)
+    panels = {}
+    for title, members in grouped.items():
+        chunks = [members[i:i + PANEL_RUNS] for i in range(0, len(members), PANEL_RUNS)]
+        for j, chunk in enumerate(chunks):
+            panels[title + (f" ({j + 1}/{len(chunks)})" if len(chunks) > 1 else "")] = chunk
+    return panels
+
+
+def grid(n: int, ncols: int, panel: tuple[float, float], sharey: bool):
+    """A figure of ``n`` panels, ``ncols`` to a row (unused cells hidden) -> (figure, axes list)."""
+    ncols = min(n, ncols)
+    nrows = -(-n // ncols)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(panel[0] * ncols, panel[1] * nrows), squeeze=False,
+                             sharey=sharey)
+    for ax in axes.ravel()[n:]:
+        ax.set_visible(False)
+    return fig, list(axes.ravel()[:n])
+
+
+def colour(i: int):
+    return plt.get_cmap("tab10")(i % 10)
+
+
+def legend_below(ax) -> None:
+    """The panel's legend under its axes, where it covers no line."""
+    ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2, frameon=False)
+
+
+def group_panels(series: dict[str, tuple[np.ndarray, np.ndarray]], groups: dict[str, str], reference: str | None,
+                 xlabel: str, ylabel: str, marker: str | None, out_stem: Path, zero_line: bool = False) -> list[Path]:
+    """One panel per group of runs (``series``: run -> (x, y)), the reference run dashed black in the
+    others' panels for comparison; a shared y axis."""
+    panels = panels_by_group(list(series), groups)
+    fig, axes = grid(len(panels), 3, (4.4, 3.6), sharey=True)
+    for ax, (title, runs) in zip(axes, panels.items()):
+        if reference in series and reference not in runs:
+            ax.plot(*series[reference], color="black", linestyle="--", linewidth=1, label=f"{reference} (reference)")
+        for i, run in enumerate(runs):
+            ax.plot(*series[run], color=colour(i), marker=marker, markersize=3, linewidth=1.4, label=run)
+        if zero_line:
+            ax.axhline(0.0, color="black", linewidth=0.8)
+        ax.set(title=title, xlabel=xlabel)
+        ax.title.set_fontsize(10)
+        ax.grid(alpha=0.3)
+        legend_below(ax)
+    for ax in axes[::3]:
+        ax.set_ylabel(ylabel)
+    fig.tight_layout()
     return save(fig, out_stem)
 
 
-def metric_at_k(values: pd.DataFrame, measure_name: str, out_stem: Path) -> list[Path]:
-    """Mean metric at cut-off k per run; ``values``: run, k, value (already averaged over queries)."""
-    fig, ax = plt.subplots(figsize=(7, 4.5))
-    for i, (run, frame) in enumerate(values.groupby("run", sort=False)):
-        ax.plot(frame["k"], frame["value"], marker=".", label=run, **style(i))
-    ax.set(xlabel="cut-off k", ylabel=measure_name)
-    ax.legend(fontsize=7, ncol=2)
-    return save(fig, out_stem)
+def metric_at_k(values: pd.DataFrame, measure_name: str, out_stem: Path, groups: dict[str, str],
+                reference: str | None = None) -> list[Path]:
+    """Mean metric at cut-off k, a panel per group of runs; ``values``: run, k, value (averaged over queries)."""
+    series = {run: (frame["k"].to_numpy(), frame["value"].to_numpy())
+              for run, frame in values.groupby("run", sort=False)}
+    return group_panels(series, groups, reference, "cut-off k", measure_name, ".", out_stem)
 
 
 def per_query_differences(metrics: pd.DataFrame, runs: list[str], reference: str, measure: str,
-                          out_stem: Path) -> list[Path]:
-    """Sorted per-query differences of ``measure`` between each run and ``reference``."""
+                          out_stem: Path, groups: dict[str, str]) -> list[Path]:
+    """Sorted per-query differences of ``measure`` between each run and ``reference``, a panel per group."""
     wide = per_query(metrics, measure)
-    fig, ax = plt.subplots(figsize=(7, 4.5))
-    shown = [run for run in runs if run != reference and run in wide.columns and reference in wide.columns]
-    for i, run in enumerate(shown):
-        diff = (wide[run] - wide[reference]).dropna().sort_values(ascending=False).to_numpy()
-        ax.plot(range(1, len(diff) + 1), diff, label=run, **style(i))
-    ax.axhline(0.0, color="black", linewidth=0.8)
-    ax.set(xlabel="queries (sorted by difference)", ylabel=f"{measure}: run − {reference}")
-    ax.legend(fontsize=7, ncol=2)
+    series = {}
+    for run in runs:
+        if run != reference and run in wide.columns and reference in wide.columns:
+            diff = (wide[run] - wide[reference]).dropna().sort_values(ascending=False).to_numpy()
+            series[run] = (np.arange(1, len(diff) + 1), diff)
+    return group_panels(series, groups, None, "queries (sorted by difference)", f"{measure}: run − {reference}",
+                        None, out_stem, zero_line=True)
+
+
+def learning_curves(curves: pd.DataFrame, out_stem: Path) -> list[Path]:
+    """A panel per run: validation α-nDCG@20 (left axis) and training loss (right axis, the run's own
+    scale), each the mean over folds per epoch; ``curves``: run, fold, epoch, loss, valid."""
+    runs = list(pd.unique(curves["run"]))
+    fig, axes = grid(len(runs), 4, (3.6, 2.8), sharey=False)
+    for ax, run in zip(axes, runs):
+        mean = curves[curves["run"] == run].groupby("epoch")[["loss", "valid"]].mean()
+        ax.plot(mean.index, mean["valid"], color="tab:blue", linewidth=1.4)
+        ax.set_title(run, fontsize=10)
+        ax.set_xlabel("epoch")
+        ax.tick_params(axis="y", labelcolor="tab:blue", labelsize=8)
+        loss_ax = ax.twinx()
+        loss_ax.plot(mean.index, mean["loss"], color="tab:orange", linewidth=1, linestyle="--")
+        loss_ax.tick_params(axis="y", labelcolor="tab:orange", labelsize=8)
+        ax.grid(alpha=0.3)
+    note = ("solid blue, left axis: validation α-nDCG@20; dashed orange, right axis: training loss (each run on "
+            "its own scale); means over folds. " + PAMM_NOTE)
+    width = int(fig.get_figwidth() * 14)           # characters of 8-point text across the figure
+    fig.tight_layout(rect=(0, 0.1, 1, 1))
+    fig.text(0.01, 0.01, textwrap.fill(note, width), fontsize=8, va="bottom")
     return save(fig, out_stem)
 
 
