@@ -194,11 +194,11 @@ def test_tuning_picks_the_validation_best_and_writes_every_output(tmp_path):
     assert json.loads((out / "hparams.json").read_text())["chosen"] == {"lam": 1.0}
     # test outputs: the run file re-evaluates to metrics.parquet; timings for the report
     metrics = pd.read_parquet(out / "metrics.parquet")
-    assert list(metrics.columns) == ["qid", "measure", "value"] and set(metrics["qid"]) == set(split.test)
+    assert list(metrics.columns) == ["run", "qid", "measure", "value"] and set(metrics["qid"]) == set(split.test)
     again = evaluate_run(read_run(out / "run.txt"), coll.qrels[coll.qrels["qid"].isin(split.test)])
     assert np.allclose(again.sort_values(["qid", "measure"])["value"], metrics.sort_values(["qid", "measure"])["value"])
     timings = json.loads((out / "timings.json").read_text())
-    assert timings["tune_points"] == 3 and "train_seconds" in timings
+    assert timings["tune_points"] == 3 and "train_seconds" in timings and timings["commit"]
     assert json.loads((out / "rank.json").read_text())["rank_ms_per_query"] >= 0
     assert list(pd.read_parquet(out / "curve.parquet").columns) == ["epoch", "loss", "valid", "seconds"]
 

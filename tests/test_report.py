@@ -169,3 +169,17 @@ def test_the_report_refuses_incomplete_evidence(tmp_path, damage, message):
     with pytest.raises(InputError, match=message):
         build_report(path, PARAMS, [], tmp_path / "out")
     assert not (tmp_path / "out" / "tables").exists()
+
+
+def test_the_readme_names_the_commit_each_row_was_trained_at(tmp_path):
+    from srdiv.report.builder import RunSpec, training_commits
+
+    for row, fold, commit in (("DSSA", 1, "abc1234"), ("DSSA", 2, "abc1234"), ("xQuAD", 1, "def5678")):
+        (tmp_path / row / f"fold{fold}").mkdir(parents=True)
+        (tmp_path / row / f"fold{fold}" / "timings.json").write_text(json.dumps({"commit": commit}))
+    (tmp_path / "Old" / "fold1").mkdir(parents=True)
+    (tmp_path / "Old" / "fold1" / "timings.json").write_text("{}")
+    specs = [RunSpec(k, k, "", "explicit") for k in ("DSSA", "xQuAD", "Old", "Initial")]
+    assert training_commits(tmp_path, specs) == ["- rows trained at commit `abc1234`: DSSA",
+                                                 "- rows trained at commit `def5678`: xQuAD",
+                                                 "- rows trained at commit `not recorded`: Old"]

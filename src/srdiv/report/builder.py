@@ -5,9 +5,6 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import json
-import os
-import platform
-import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -15,6 +12,7 @@ import numpy as np
 import pandas as pd
 
 from srdiv.io import InputError, read_parquet, write_text
+from srdiv.provenance import git_commit, machine
 from srdiv.report import plots
 from srdiv.report.tables import IncompleteEvidence, Table, per_position_table, results_table
 from srdiv.train.config import model_rows, run_rows
@@ -141,31 +139,17 @@ def params_hash(params_path: Path) -> str:
     return hashlib.sha256(params_path.read_bytes()).hexdigest()[:12]
 
 
-def git_commit() -> str:
-    try:
-        out = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True)
-        return out.stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
-
-
-def cpu_name() -> str:
-    """The CPU model from ``/proc/cpuinfo`` (Linux), else what ``platform`` knows."""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
-
-
-def machine() -> str:
-    import torch
-
-    gpu = torch.cuda.get_device_name(0) if torch.cuda.is_available() else "no GPU"
-    return (f"{platform.system()} {platform.machine()}, {cpu_name()}, {os.cpu_count()} CPU cores, {gpu}, "
-            f"Python {platform.python_version()}, torch {torch.__version__}")
+def training_commits(models_dir: Path | None, specs: list[RunSpec]) -> list[str]:
+    """README lines: the commit(s) each trained row's folds were trained at (``timings.json``)."""
+    if models_dir is None:
+        return []
+    rows_at: dict[str, list[str]] = {}
+    for spec in specs:
+        commits = {json.loads(p.read_text()).get("commit", "not recorded")
+                   for p in sorted((models_dir / spec.key).glob("fold*/timings.json"))}
+        for commit in sorted(commits):
+            rows_at.setdefault(commit, []).append(spec.label)
+    return [f"- rows trained at commit `{commit}`: {', '.join(rows)}" for commit, rows in rows_at.items()]
 
 
 def performance_table(models_dir: Path | None, benchmarks_dir: Path | None, specs: list[RunSpec]) -> pd.DataFrame:
@@ -292,7 +276,8 @@ def build_report(metrics_path: Path, params: dict, params_paths: list[Path], out
         "Each query is tested once, in the test fold of its cross-validation trial; tables report the mean",
         f"over those {n_queries} queries.", "",
         *[f"- params file `{Path(p).as_posix()}`, hash `{params_hash(Path(p))}`" for p in params_paths],
-        f"- commit: `{git_commit()}`",
+        f"- report made at commit `{git_commit()}`",
+        *training_commits(models_dir, specs),
         f"- date (UTC): {dt.datetime.now(dt.timezone.utc).strftime('%Y-%m-%d %H:%M')}",
         f"- machine: {machine()}", "",
         "## Tables", "",

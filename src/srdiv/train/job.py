@@ -40,6 +40,7 @@ from srdiv.collection.schema import Collection
 from srdiv.features.bundle import Bundle, BundleDims, FeatureScaler
 from srdiv.io import InputError, existing_file, save_torch, write_parquet, write_text
 from srdiv.metrics.runs import write_trec_run
+from srdiv.provenance import git_commit
 from srdiv.models.base import DiversityModel
 from srdiv.registry import MODELS, OBJECTIVES, Registry
 from srdiv.sampling.samples import Samples
@@ -244,7 +245,8 @@ def run_job(spec: ModelSpec, bundle: Bundle, collection: Collection, fold: int, 
     hparams = {"row": spec.row, "fold": fold, "seed": seed, "chosen": best.point,
                "valid_measure": settings.valid_measure, "valid": best.valid,
                "grid": [t.summary() for t in tuned], "spec": best.spec.to_dict()}
-    timings = {"train_seconds": train_seconds, "tune_points": len(grid), "device": str(device)}
+    timings = {"train_seconds": train_seconds, "tune_points": len(grid), "device": str(device),
+               "commit": git_commit()}
     write_text(json.dumps(hparams, indent=2, default=_jsonable) + "\n", out / "hparams.json")
     write_text(json.dumps(timings, indent=2) + "\n", out / "timings.json")
     write_parquet(best.curve, out / "curve.parquet")
