@@ -11,7 +11,7 @@ GPUS   ?= $(if $(filter-out 0,$(NGPU)),$(NGPU),$(CORES))
 SMK     = $(BIN)/snakemake --cores $(CORES) --resources gpu=$(GPUS)
 export PATH := $(abspath $(BIN)):$(PATH)
 
-.PHONY: install run run-ablations run-ablations-dssa run-sweeps run-desa-ablations run-all smoke test dvc-yaml trec
+.PHONY: install run run-ablations run-ablations-dssa run-sweeps run-desa-ablations run-all smoke test dvc-yaml trec dvc-repro dvc-smoke
 
 $(STAMP): pyproject.toml
 	@command -v $(PYTHON) >/dev/null || { echo "need $(PYTHON)"; exit 1; }
@@ -56,6 +56,13 @@ trec: $(STAMP)
 
 test: $(STAMP)
 	$(BIN)/pytest -q
+
+## the same DAGs through DVC (every row of params.yaml; the smoke setting), with the venv's srdiv on the PATH
+dvc-repro: $(STAMP)
+	$(BIN)/dvc repro
+
+dvc-smoke: $(STAMP)
+	$(BIN)/dvc repro pipelines/smoke/dvc.yaml
 
 ## regenerate dvc.yaml and pipelines/smoke/dvc.yaml from the Snakefile
 dvc-yaml: $(STAMP)

@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 from srdiv.workflow import render_dvc_yaml
 
@@ -30,9 +31,15 @@ def test_dvc_yaml_matches_snakefile(in_root):
         "pipelines/smoke/dvc.yaml drifted from the Snakefile: run `make dvc-yaml`"
 
 
-def test_every_dvc_stage_calls_srdiv():
-    import yaml
+def test_a_failing_dvc_stage_shows_its_log():
+    """Under DVC a stage's stderr goes to its log; on failure the end of the log reaches the terminal."""
+    stages = yaml.safe_load((ROOT / "pipelines/smoke/dvc.yaml").read_text())["stages"]
+    for name, stage in stages.items():
+        log = stage["cmd"].rsplit("|| { tail -n 20 ", 1)[-1].split(" ", 1)[0]
+        assert log.startswith("logs/") and f"> {log}" in stage["cmd"], name
 
+
+def test_every_dvc_stage_calls_srdiv():
     stages = yaml.safe_load((ROOT / "dvc.yaml").read_text())["stages"]
     commands = [stage["cmd"].split(" && ")[-1] for stage in stages.values()]
     assert commands and all(cmd.startswith("srdiv ") for cmd in commands)
@@ -91,10 +98,12 @@ def test_smoke_through_snakemake_and_dvc_gives_same_tables(tmp_path):
         _copy_project(work)
         if runner == "snakemake":
             cmd = [str(BIN / "snakemake"), "--cores", "2", "--resources", "gpu=1", "--configfile", *map(str, SMOKE)]
-        else:
+        else:   # as the README says: make dvc-smoke, which finds srdiv without an activated venv
             subprocess.run(["git", "init", "-q"], cwd=work, check=True)
-            cmd = [str(BIN / "dvc"), "repro", "pipelines/smoke/dvc.yaml"]
-        out = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=work)
+            cmd = ["make", "dvc-smoke", f"VENV={BIN.parent}"]
+        bare = os.pathsep.join(d for d in os.environ["PATH"].split(os.pathsep) if d and Path(d) != BIN)
+        out = subprocess.run(cmd, capture_output=True, text=True, cwd=work,
+                             env=env if runner == "snakemake" else {**os.environ, "PATH": bare})
         assert out.returncode == 0, f"{runner} failed:\n{out.stdout[-3000:]}\n{out.stderr[-3000:]}"
         results[runner] = work / "results" / "wordnet-div-smoke"
         if runner == "snakemake":   # a changed value in params.yaml reruns the rows that read it, and only them

@@ -1,7 +1,7 @@
 """``srdiv dvc-yaml``: write ``dvc.yaml`` from the Snakemake DAG, so there is one description.
 
 Every Snakemake job becomes one DVC stage with the same shell command (an
-``srdiv`` command), its inputs as ``deps``, its outputs as ``outs``, and the
+``srdiv`` command; when it fails, the end of its log is shown), its inputs as ``deps``, its outputs as ``outs``, and the
 ``params.yaml`` keys its rule declares in ``params: sections=[...]`` as DVC
 ``params``. Outputs under ``results/`` are committed to git, so DVC tracks
 them uncached. The committed ``dvc.yaml`` (default setting) and
@@ -70,6 +70,8 @@ def dvc_stages(jobs: list, configfiles: Sequence[Path], wdir: str | None) -> dic
         log_dirs = sorted({os.path.dirname(str(f)) for f in job.log} - {""})
         if log_dirs:  # Snakemake makes log directories itself; DVC does not
             cmd = f"mkdir -p {' '.join(log_dirs)} && {cmd}"
+        if job.log:   # Snakemake names a failed job's log; under DVC the error itself reaches the terminal
+            cmd = f"{cmd} || {{ tail -n 20 {job.log[0]} >&2; exit 1; }}"
         stage = {"cmd": cmd}
         if wdir:
             stage["wdir"] = wdir
