@@ -45,7 +45,7 @@ from srdiv.params import load_params
 from srdiv.registry import MODELS, OBJECTIVES
 from srdiv.sampling.samples import SampleSettings, make_samples
 from srdiv.train.config import TrainSettings, model_rows, model_spec
-from srdiv.train.job import build_model, import_plugins, lookup
+from srdiv.train.job import build_model
 from srdiv.train.ranking import rank_bundle
 from srdiv.train.trainer import Trainer, trainable
 
@@ -160,7 +160,7 @@ def test_training_and_ranking_make_every_tensor_on_the_input_device(case, data):
     assert _stray_tensors(model) == []
     trains = case["objective"] is not None and trainable(model)
     if trains:
-        objective = lookup(OBJECTIVES, case["objective"])(**case["objective_params"])
+        objective = OBJECTIVES.get(case["objective"])(**case["objective_params"])
         objective.samples = samples
         settings = TrainSettings(epochs=1, batch_size=len(bundle))
         trainer = Trainer(settings, case["optim"], device, seed=0, progress=False)
@@ -176,7 +176,6 @@ def test_training_and_ranking_make_every_tensor_on_the_input_device(case, data):
 
 
 def test_every_registered_model_and_objective_has_a_case():
-    import_plugins()
     ours = lambda registry: {n for n in registry.names()  # noqa: E731  (the test files register their own too)
                              if registry.get(n).__module__.startswith("srdiv.")}
     assert ours(MODELS) - {c["model"] for c in CASES} == set()

@@ -50,16 +50,18 @@ def evaluate(
         qrels = qrels[qrels["qid"].isin(topic_list(topics, coll.qids, collection))]
         if qrels.empty:
             raise InputError(collection / "qrels.parquet", f"none of the topics {topics} has judgments")
-    evaluator, results = DiversityEvaluator(qrels), []
+    evaluator, results, notes = DiversityEvaluator(qrels), [], []
     for name, path in zip(names, run):
         ranked = read_run(path, qids=coll.qids, by_score=by_score)
         values = evaluator.evaluate(ranked)
         missing = set(values["qid"]) - set(ranked["qid"])
         if missing:
-            typer.echo(f"note: {name}: {len(missing)} judged topics have no results in the run and score 0", err=True)
+            notes.append(f"note: {name}: {len(missing)} judged topics have no results in the run and score 0")
         results.append(values.assign(run=name))
     results = pd.concat(results, ignore_index=True)[["run", "qid", "measure", "value"]]
     write_parquet(results, out)
+    for note in notes:
+        typer.echo(note, err=True)
     typer.echo(summary(results, names, alpha))
 
 

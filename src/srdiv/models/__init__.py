@@ -1,7 +1,8 @@
-"""Diversification models; importing a module registers it in ``srdiv.registry.MODELS``."""
+"""Diversification models, one per module; importing this package registers every one in
+``srdiv.registry.MODELS`` (the names ``params.yaml`` rows give as ``model``)."""
 
-from srdiv.models import desa, dssa  # noqa: F401
-from srdiv.models import mmr, pm2, xquad  # noqa: F401  (registers the unsupervised baselines)
+from srdiv.models import initial, listmle, reference  # noqa: F401  (Initial; ListMLE; Random and Cosine orders)
+from srdiv.models import mmr, pm2, xquad  # noqa: F401  (the unsupervised baselines, with HxQuAD and HPM2)
 from srdiv.models import mdp_div, rltr  # noqa: F401  (R-LTR/PAMM, NTN, MDP-DIV)
 from srdiv.models import daletor  # noqa: F401  (DALETOR DNN, DIN, GSF scorers)
-from srdiv.models import reference  # noqa: F401  (Random and Cosine reference orders)
+from srdiv.models import desa, dssa  # noqa: F401

@@ -22,10 +22,8 @@ argument. Outputs in ``<out>/`` (see :func:`run_job`).
 from __future__ import annotations
 
 import hashlib
-import importlib
 import inspect
 import json
-import pkgutil
 import shutil
 import time
 from dataclasses import asdict, dataclass, fields
@@ -42,7 +40,8 @@ from srdiv.io import InputError, existing_file, save_torch, write_parquet, write
 from srdiv.metrics.runs import write_trec_run
 from srdiv.provenance import git_commit
 from srdiv.models.base import DiversityModel
-from srdiv.registry import MODELS, OBJECTIVES, Registry
+import srdiv.models  # noqa: F401  (registers every model)
+from srdiv.registry import MODELS, OBJECTIVES
 from srdiv.sampling.samples import Samples
 from srdiv.train.config import ModelSpec, TrainSettings, model_spec
 from srdiv.train.folds import FoldSplit, fold_split, select_queries
@@ -53,20 +52,6 @@ MODEL_FILE = "model.pt"
 RUN_FILE = "run.txt"
 OUTPUTS = ("hparams.json", "timings.json", MODEL_FILE, "curve.parquet")
 """Files of a finished training job, in ``<out>/`` (``rank_job`` adds ``run.txt`` and ``rank.json``)."""
-
-
-def import_plugins() -> None:
-    """Import every module of :mod:`srdiv.models` and :mod:`srdiv.train` so their registrations run."""
-    for package in ("srdiv.models", "srdiv.train"):
-        for info in pkgutil.iter_modules(importlib.import_module(package).__path__):
-            importlib.import_module(f"{package}.{info.name}")
-
-
-def lookup(registry: Registry, name: str):
-    """``registry.get(name)``, importing the plugin modules first when ``name`` is not registered yet."""
-    if name not in registry.names():
-        import_plugins()
-    return registry.get(name)
 
 
 def keywords(cls: type) -> set[str] | None:
@@ -94,8 +79,8 @@ def check_rows(params: dict, rows: Sequence[str], where: str = "params.yaml") ->
     for row in rows:
         try:
             spec = model_spec(params, row)
-            model = lookup(MODELS, spec.model)
-            objective = lookup(OBJECTIVES, spec.objective) if spec.objective else None
+            model = MODELS.get(spec.model)
+            objective = OBJECTIVES.get(spec.objective) if spec.objective else None
         except (KeyError, ValueError) as err:
             raise InputError(where, f"models.{row}: {err.args[0]}") from None
         given = {"params": set(spec.params) | {k for k in spec.tune if "." not in k},
@@ -121,7 +106,7 @@ def build_model(spec: ModelSpec, dims: BundleDims, prior: DiversityModel | None 
         if prior is None:
             raise ValueError(f"model row {spec.row} needs its prior '{params['prior']}' (srdiv train --prior DIR)")
         params["prior"] = prior
-    return lookup(MODELS, spec.model)(dims, **params)
+    return MODELS.get(spec.model)(dims, **params)
 
 
 @dataclass
@@ -230,7 +215,7 @@ def run_job(spec: ModelSpec, bundle: Bundle, collection: Collection, fold: int, 
         torch.manual_seed(seed)
         model = build_model(point_spec, data.valid.dims, prior_model).to(device)
         if point_spec.objective and trainable(model):
-            objective = lookup(OBJECTIVES, point_spec.objective)(**point_spec.objective_params)
+            objective = OBJECTIVES.get(point_spec.objective)(**point_spec.objective_params)
             objective.samples = samples
             trainer = Trainer(point_spec.train, point_spec.optim, device, seed, out / "tune" / f"point{i}.pt",
                               _fingerprint(point_spec, seed, fold, inputs), callbacks, progress,
