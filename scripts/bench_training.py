@@ -42,9 +42,9 @@ def worker(args: argparse.Namespace) -> dict:
     from srdiv.params import load_params
     from srdiv.registry import OBJECTIVES
     from srdiv.sampling.samples import SampleSettings, make_samples
-    from srdiv.train.config import model_spec
+    from srdiv.experiment import model_spec
     from srdiv.train.folds import fold_split, select_queries
-    from srdiv.train.job import FoldData, build_model, lookup
+    from srdiv.train.job import FoldData, build_model
     from srdiv.train.trainer import make_optimizer
 
     try:  # each implementation configures torch as its own `srdiv train` does
@@ -71,7 +71,7 @@ def worker(args: argparse.Namespace) -> dict:
 
     torch.manual_seed(seed)
     model = build_model(spec, data.valid.dims, None)
-    objective = lookup(OBJECTIVES, spec.objective)(**spec.objective_params)
+    objective = OBJECTIVES.get(spec.objective)(**spec.objective_params)
     objective.samples = samples
     prepared = objective.prepare(data.train, np.random.default_rng([seed, 1]))
     optimizer = make_optimizer([p for p in model.parameters() if p.requires_grad], spec.optim)

@@ -21,7 +21,7 @@ import pandas as pd
 import yaml
 
 from srdiv.params import load_params
-from srdiv.train.config import model_rows
+from srdiv.experiment import model_rows
 
 SHOWN_EPOCHS = (1, 2, 5, 10, 20, 30, 50, 100)
 

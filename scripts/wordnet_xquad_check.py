@@ -27,7 +27,7 @@ from srdiv.collection.schema import load_collection
 from srdiv.collection.wordnet import doc_text
 from srdiv.collection.wordnet_card import candidate_labels, reranked_run
 from srdiv.metrics import evaluate_run, ideal_ranking, mean_measures
-from srdiv.text.sparse import FieldIndex
+from srdiv.index.sparse import FieldIndex
 
 CANDIDATES = 50
 

@@ -9,11 +9,11 @@ from srdiv.features.bundle import random_bundle
 from srdiv.metrics import alpha_dcg, err_ia, ideal_ranking, rank_labels
 from srdiv.models.daletor import DALETOR
 from srdiv.registry import MODELS, OBJECTIVES
-from srdiv.train.daletor_losses import (
+from srdiv.objectives.daletor import (
     CoverageSoftmax, SmoothDiversityLoss, WeightedRows, metric_weights, smooth_metric, soft_ranks,
 )
-from srdiv.train.config import model_spec
-from srdiv.train.job import build_model, lookup
+from srdiv.experiment import model_spec
+from srdiv.train.job import build_model
 from srdiv.models.base import context_prefix_scores
 from srdiv.train.trainer import make_optimizer
 
@@ -254,7 +254,7 @@ LOSSES = {"alpha-DCG": ("daletor", {}), "alpha-nDCG": ("daletor", {"metric": "al
 def test_trains_a_few_steps_and_ranks(bundle, variant, loss):
     """Every variant with the alpha-DCG loss and DNN with every loss: finite losses that go down, then a ranking."""
     name, params = LOSSES[loss]
-    objective = lookup(OBJECTIVES, name)(**params)
+    objective = OBJECTIVES.get(name)(**params)
     model = make(bundle, **VARIANTS[variant])
     data, prepared = bundle.to_torch(), objective.prepare(bundle, np.random.default_rng(0))
     optimizer = torch.optim.Adagrad(model.parameters(), lr=0.05)
@@ -315,7 +315,7 @@ def test_params_rows_build_and_give_a_finite_loss(bundle, row):
         point_spec = spec.at(point)
         torch.manual_seed(0)
         model = build_model(point_spec, bundle.dims)
-        objective = lookup(OBJECTIVES, point_spec.objective)(**point_spec.objective_params)
+        objective = OBJECTIVES.get(point_spec.objective)(**point_spec.objective_params)
         prepared = objective.prepare(bundle, np.random.default_rng(0))
         batch = next(objective.batches(prepared, len(bundle), 4, np.random.default_rng(0)))
         optimizer = make_optimizer(model.parameters(), point_spec.optim)

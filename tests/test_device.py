@@ -10,7 +10,7 @@ on every call. CI has no GPU, so these tests make the same mistake fail on the C
 * then one training epoch of the row's objective (the real
   :class:`~srdiv.train.trainer.Trainer`; one optimisation step on this tiny
   bundle, validation included) and the ranking of the bundle in batches
-  (:func:`~srdiv.train.ranking.rank_bundle`) run under :class:`DeviceGuard`:
+  (:func:`~srdiv.models.ranking.rank_bundle`) run under :class:`DeviceGuard`:
   a torch factory (``torch.arange``, ``torch.zeros``, ``torch.tensor``,
   ``torch.as_tensor``, ...) called from srdiv code without ``device=`` raises
   :class:`ImplicitDevice` naming the file and line; one called inside a torch
@@ -44,9 +44,9 @@ from srdiv.features.bundle import random_bundle
 from srdiv.params import load_params
 from srdiv.registry import MODELS, OBJECTIVES
 from srdiv.sampling.samples import SampleSettings, make_samples
-from srdiv.train.config import TrainSettings, model_rows, model_spec
+from srdiv.experiment import TrainSettings, model_rows, model_spec
 from srdiv.train.job import build_model
-from srdiv.train.ranking import rank_bundle
+from srdiv.models.ranking import rank_bundle
 from srdiv.train.trainer import Trainer, trainable
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -19,11 +19,11 @@ from srdiv.models.base import DiversityModel
 from srdiv.models.initial import InitialRanking
 from srdiv.models.listmle import ListMLE
 from srdiv.registry import MODELS
-from srdiv.train.config import model_spec
+from srdiv.experiment import model_spec
 from srdiv.train.folds import fold_split
-from srdiv.train.gather import gather_metrics
+from srdiv.metrics.gather import gather_metrics
 from srdiv.train.job import OUTPUTS, Trained, rank_job, run_job
-from srdiv.train.ranking import resolve_device
+from srdiv.models.ranking import resolve_device
 
 
 @MODELS.register("test-coverage")

@@ -10,7 +10,7 @@ from srdiv.features.bundle import random_bundle
 from srdiv.metrics import alpha_dcg, rank_labels, s_recall
 from srdiv.models.base import greedy_rank
 from srdiv.models.mdp_div import MDPDiv
-from srdiv.train.reinforce import Episodes, Reinforce, returns, step_rewards
+from srdiv.objectives.reinforce import Episodes, Reinforce, returns, step_rewards
 
 
 def _data(queries=6, docs=9, emb=5, seed=0, double=False):

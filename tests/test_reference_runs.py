@@ -16,7 +16,7 @@ from srdiv.cli import app
 from srdiv.collection.schema import Collection, write_collection
 from srdiv.metrics import evaluate_run, read_run
 from srdiv.report.builder import build_tables, metric_at_k_from_runs
-from srdiv.train.gather import reference_runs
+from srdiv.metrics.gather import reference_runs
 
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent

@@ -19,7 +19,7 @@ from srdiv.metrics.evaluate import evaluate_run
 from srdiv.metrics.runs import read_run
 from srdiv.params import load_params
 from srdiv.sampling.samples import SampleSettings, make_samples
-from srdiv.train.config import model_rows, model_spec
+from srdiv.experiment import model_rows, model_spec
 from srdiv.train.folds import fold_split, select_queries
 from srdiv.train.job import Trained, rank_job, run_job
 

@@ -8,8 +8,8 @@ import pytest
 
 from srdiv.features.bundle import random_bundle
 from srdiv.metrics import alpha_dcg, alpha_ndcg_candidates
-from srdiv.sampling.listpairwise import list_pairwise_samples
-from srdiv.sampling.pamm import pamm_rankings, random_orders
+from srdiv.sampling.list_pairwise_samples import list_pairwise_samples
+from srdiv.sampling.pamm_samples import pamm_rankings, random_orders
 from srdiv.sampling.samples import Samples, SampleSettings, make_samples
 from srdiv.sampling.targets import ideal_orders, ranking_metric, score_rankings
 

@@ -116,9 +116,9 @@ def test_svd_vectors_are_the_truncated_svd_of_the_tfidf_counts(coll, embed_dir):
     component's sign."""
     from gensim.matutils import Sparse2Corpus, corpus2dense
 
-    from srdiv.text.analysis import tokenize_many
+    from srdiv.index.analysis import tokenize_many
     from srdiv.text.documents import TEXT_COLUMNS, join_columns
-    from srdiv.text.sparse import count_matrix
+    from srdiv.index.sparse import count_matrix
 
     tfidf, lda = load_model(embed_dir, "tfidf"), load_model(embed_dir, "lda")
     bow = count_matrix(tokenize_many(join_columns(coll.docs, TEXT_COLUMNS)), lda_terms(lda))

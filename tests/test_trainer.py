@@ -10,11 +10,11 @@ from torch import nn
 from srdiv.features.bundle import random_bundle
 from srdiv.models.base import DiversityModel
 from srdiv.models.listmle import ListMLE
-from srdiv.sampling.listpairwise import ListPairwiseSamples
+from srdiv.sampling.list_pairwise_samples import ListPairwiseSamples
 from srdiv.sampling.samples import Samples
-from srdiv.train.config import TrainSettings
-from srdiv.train.list_pairwise import ListPairwise
-from srdiv.train.mle import PlackettLuceMLE
+from srdiv.experiment import TrainSettings
+from srdiv.objectives.list_pairwise import ListPairwise
+from srdiv.objectives.mle import PlackettLuceMLE
 from srdiv.train.trainer import Trainer, make_optimizer, trainable
 
 

@@ -9,7 +9,7 @@ import srdiv.models  # noqa: F401  (registration)
 from srdiv.features.bundle import random_bundle
 from srdiv.models.unsupervised import intent_layers, list_probs
 from srdiv.registry import MODELS
-from srdiv.train.objective import take
+from srdiv.objectives.base import take
 
 NAMES = ["mmr", "xquad", "pm2", "hxquad", "hpm2"]
 

@@ -1,12 +1,23 @@
 """srdiv: supervised search result diversification in one reproducible pipeline.
 
-The package layout follows the data flow::
+The package layout follows the data flow; each layer imports only from the layers above it in
+this list (``tests/test_layers.py`` fails otherwise)::
 
-    collection -> text (embed, pseudo-docs) -> features -> sampling
-               -> train / models -> metrics -> report
+    io, params, registry, provenance    files, configuration, registries, where numbers came from
+    experiment                          rows of params.yaml, train settings, the folds a run uses
+    metrics                             the official measures, run files, paired tests, gathering
+    index                               tokenisation and sparse BM25 / query-likelihood scoring
+    collection                          collections in the one schema (TREC, wordnet-div, subsets)
+    text                                documents, doc2vec / LDA / SVD, pseudo-documents
+    features                            relevance and diversity features, the training bundle
+    sampling                            ideal rankings, list-pairwise and PAMM samples
+    models                              one model per module, and batched ranking with any of them
+    objectives                          one training loss per module
+    train                               fold protocol, trainer, the tune-train-rank job
+    report                              tables, plots, the results README
 
-Every stage is a ``srdiv <stage>`` command (see :mod:`srdiv.cli`); Snakemake
-rules and DVC stages only call those commands.
+Every stage is a ``srdiv <stage>`` command (``<package>/commands.py``, gathered by :mod:`srdiv.cli`,
+which may import any layer); Snakemake rules and DVC stages only call those commands.
 """
 
 __version__ = "0.1.0"

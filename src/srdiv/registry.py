@@ -38,4 +38,4 @@ MODELS: Registry = Registry("model")
 """Diversification models (``srdiv.models.<module>``), each a :class:`srdiv.models.base.DiversityModel`."""
 
 OBJECTIVES: Registry = Registry("objective")
-"""Training objectives / losses, each a :class:`srdiv.train.objective.Objective`."""
+"""Training objectives / losses, each a :class:`srdiv.objectives.base.Objective`."""

@@ -2,8 +2,8 @@
 
 from srdiv.sampling.samples import samples_key
 from srdiv.params import lineage, load_params, lookup, model_rows, validate
-from srdiv.train.config import run_rows
-from srdiv.train.gather import reference_runs
+from srdiv.experiment import run_rows
+from srdiv.metrics.gather import reference_runs
 from srdiv.train.job import check_rows
 
 # Every params file is checked against srdiv's schema (and the merged config, with any --config

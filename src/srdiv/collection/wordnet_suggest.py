@@ -36,8 +36,8 @@ import scipy.sparse as sp
 
 from srdiv.collection.wordnet import WordnetDivConfig, pointer_graph, reach_by_depth
 from srdiv.collection.wordnet_files import WordNet
-from srdiv.text.analysis import s_stem, tokenize_many
-from srdiv.text.sparse import count_matrix
+from srdiv.index.analysis import s_stem, tokenize_many
+from srdiv.index.sparse import count_matrix
 
 HYPERNYMS = ("@", "@i")
 

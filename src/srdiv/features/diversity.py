@@ -42,7 +42,7 @@ from tqdm.auto import tqdm
 from srdiv.collection.schema import Collection
 from srdiv.features.relevance import candidate_matrix, candidates, warn_missing
 from srdiv.text.documents import doc_positions, join_columns
-from srdiv.text.sparse import FieldIndex
+from srdiv.index.sparse import FieldIndex
 
 TEXT_FEATURES = {"text_div": "body", "title_div": "title", "anchor_div": "anchor"}
 """Cosine-diversity features and the document column each reads."""

@@ -2,7 +2,7 @@
 
 TF-IDF, BM25 and LMIR (Dirichlet) on each of five fields (anchor, body, whole
 text, title, URL; :data:`srdiv.text.documents.FIELDS`) plus PageRank,
-#inlinks and #outlinks. Scoring is :class:`srdiv.text.sparse.FieldIndex`;
+#inlinks and #outlinks. Scoring is :class:`srdiv.index.sparse.FieldIndex`;
 names and column order are those of the DSSA release's ``rel_feat.csv``, so a
 computed table and an imported one (:mod:`srdiv.features.dssa_import`) are
 interchangeable. Values are raw; training standardises them
@@ -23,7 +23,7 @@ from tqdm.auto import tqdm
 
 from srdiv.collection.schema import DOC_GRAPH_COLUMNS, Collection
 from srdiv.text.documents import FIELDS, doc_positions, join_columns
-from srdiv.text.sparse import FieldIndex
+from srdiv.index.sparse import FieldIndex
 
 RETRIEVAL_MODELS = ("bm25", "lmir", "tfidf")
 FEATURE_NAMES = [f"{field}-{model}" for field in FIELDS for model in RETRIEVAL_MODELS] + list(DOC_GRAPH_COLUMNS)

@@ -1,5 +1,6 @@
 """Diversification models, one per module; importing this package registers every one in
-``srdiv.registry.MODELS`` (the names ``params.yaml`` rows give as ``model``)."""
+``srdiv.registry.MODELS`` (the names ``params.yaml`` rows give as ``model``). ``base`` holds what they
+share, ``ranking`` the batched inference that ranks a bundle's candidates with any of them."""
 
 from srdiv.models import initial, listmle, reference  # noqa: F401  (Initial; ListMLE; Random and Cosine orders)
 from srdiv.models import mmr, pm2, xquad  # noqa: F401  (the unsupervised baselines, with HxQuAD and HPM2)

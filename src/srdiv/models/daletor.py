@@ -7,7 +7,7 @@ Equations as implemented (``B`` lists, ``D`` candidates, ``E`` vector size):
   ("dense normalized vectors"; ``normalize=False`` feeds them as they come), and, with
   ``latent_cross``, the latent cross ``c_i = e_i * e_q`` (Eq. 10, element-wise).
   Per document ``x_i = [e_q; e_i]`` or ``[e_q; e_i; c_i]``. Subtopics are never
-  an input: labels only enter the loss (:mod:`srdiv.train.daletor_losses`).
+  an input: labels only enter the loss (:mod:`srdiv.objectives.daletor`).
 * Scorer (Figure 1): a tower of fully connected layers 256-128-64 then one
   output unit; batch normalisation of the input and after every hidden layer,
   then ReLU (the layout of TF-Ranking's ``create_tower``). Batch statistics
@@ -169,7 +169,7 @@ class DALETOR(DiversityModel):
         """``[B, N, L, D]`` scores after every prefix of ``rankings [B, N, L]``: the list scores, whatever the prefix.
 
         Lets the R-LTR baseline (``mle`` objective,
-        :func:`srdiv.train.plackett_luce.ranking_log_prob`) score a list with
+        :func:`srdiv.objectives.plackett_luce.ranking_log_prob`) score a list with
         one forward instead of one per position.
         """
         return self.list_scores(batch)[:, None, None, :].expand(*rankings.shape, -1)

@@ -11,13 +11,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from srdiv.experiment import in_folds, model_rows, run_rows
 from srdiv.io import InputError, read_parquet, write_text
+from srdiv.metrics.gather import reference_runs
 from srdiv.provenance import git_commit, machine
 from srdiv.report import plots
 from srdiv.report.tables import IncompleteEvidence, Table, per_position_table, results_table
-from srdiv.train.config import model_rows, run_rows
-from srdiv.train.folds import in_folds
-from srdiv.train.gather import reference_runs
 
 GROUP_TITLES = {
     "initial": "Initial ranking",

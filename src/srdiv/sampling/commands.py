@@ -23,7 +23,7 @@ def samples(
     from srdiv.features.bundle import Bundle
     from srdiv.params import load_params
     from srdiv.sampling.samples import SAMPLES_FILE, SampleSettings, make_samples
-    from srdiv.train.config import TrainSettings
+    from srdiv.experiment import TrainSettings
     from srdiv.train.folds import fold_split, select_queries
 
     loaded = load_params(params)

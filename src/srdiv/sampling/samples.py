@@ -34,8 +34,8 @@ import numpy as np
 from srdiv.features.bundle import Bundle
 from srdiv.io import atomic_path, existing_file
 from srdiv.params import model_rows
-from srdiv.sampling.listpairwise import ListPairwiseSamples, list_pairwise_samples
-from srdiv.sampling.pamm import pamm_rankings
+from srdiv.sampling.list_pairwise_samples import ListPairwiseSamples, list_pairwise_samples
+from srdiv.sampling.pamm_samples import pamm_rankings
 from srdiv.sampling.targets import ranking_metric
 
 SAMPLES_FILE = "samples.npz"

@@ -8,7 +8,7 @@ LDA vocabulary), a document's vector its coordinates in the top
 ``num_topics`` singular directions (gensim's ``LsiModel``, seeded).
 DSSA/DESA train doc2vec with window 5, NTN and MDP-DIV with 8. Both models
 learn from all documents (title, body, anchor and URL text analysed by
-:func:`srdiv.text.analysis.tokenize`); queries and suggestions get theirs
+:func:`srdiv.index.analysis.tokenize`); queries and suggestions get theirs
 from pseudo-documents (:mod:`srdiv.text.pseudo_docs`), never from their own
 few words.
 
@@ -293,9 +293,9 @@ def _embed_into(docs: pd.DataFrame, params: dict, out_dir: Path) -> dict[str, fl
     """:func:`embed_documents`'s work, into the (temporary) directory ``out_dir``."""
     import time
 
-    from srdiv.text.analysis import tokenize_many
+    from srdiv.index.analysis import tokenize_many
     from srdiv.text.documents import TEXT_COLUMNS, join_columns
-    from srdiv.text.sparse import count_matrix
+    from srdiv.index.sparse import count_matrix
 
     seed, times = params["seed"], {}
     texts = join_columns(docs, TEXT_COLUMNS)

@@ -54,7 +54,7 @@ def retrieve(docs: pd.DataFrame, texts: list[str], params: dict) -> np.ndarray:
     ``params``: the ``pseudo_docs`` section (``z``, ``field``) and BM25's ``k1``, ``b``.
     """
     from srdiv.text.documents import FIELDS, join_columns
-    from srdiv.text.sparse import FieldIndex
+    from srdiv.index.sparse import FieldIndex
 
     field = params["field"]
     if field not in FIELDS:
@@ -80,11 +80,11 @@ def _pseudo_vectors_into(coll: Collection, docs: pd.DataFrame, embed_dir, params
     """:func:`pseudo_document_vectors`' work, into the (temporary) directory ``out_dir``."""
     import time
 
-    from srdiv.text.analysis import tokenize_many
+    from srdiv.index.analysis import tokenize_many
     from srdiv.text.documents import TEXT_COLUMNS, join_columns
     from srdiv.text.embed import (infer_doc2vec, lda_terms, lda_topics, load_model, svd_vectors, warn_zero,
                                   write_vectors)
-    from srdiv.text.sparse import count_matrix
+    from srdiv.index.sparse import count_matrix
 
     doc2vec, lda = load_model(embed_dir, "doc2vec"), load_model(embed_dir, "lda")
     strings = query_strings(coll)

@@ -46,7 +46,7 @@ def train(
     from srdiv.features.bundle import Bundle
     from srdiv.params import load_params
     from srdiv.sampling.samples import Samples
-    from srdiv.train.config import model_spec
+    from srdiv.experiment import model_spec
     from srdiv.train.job import Trained, check_rows, run_job
 
     configure_torch(threads)
@@ -92,7 +92,7 @@ def gather(
 
     from srdiv.io import write_parquet
     from srdiv.params import load_params
-    from srdiv.train.gather import gather_metrics, reference_metrics, reference_runs
+    from srdiv.metrics.gather import gather_metrics, reference_metrics, reference_runs
 
     values = load_params(params)
     table = gather_metrics(models, values)

@@ -12,7 +12,6 @@ validation set (2 folds: train on the other fold, validate on it too).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Sequence
 
 import pandas as pd
 
@@ -52,8 +51,3 @@ def select_queries(bundle: Bundle, qids: list[str]) -> Bundle:
     if missing:
         raise ValueError(f"{len(missing)} queries of the folds table are missing from the bundle: {missing[:5]}")
     return bundle.select_qids(qids)
-
-
-def in_folds(folds: pd.DataFrame, fold_ids: Sequence[int] | None) -> pd.DataFrame:
-    """The ``qid, fold`` rows of ``fold_ids`` (a study's ``folds`` setting; all folds for None)."""
-    return folds if fold_ids is None else folds[folds["fold"].isin([int(k) for k in fold_ids])]

@@ -41,11 +41,12 @@ from srdiv.metrics.runs import write_trec_run
 from srdiv.provenance import git_commit
 from srdiv.models.base import DiversityModel
 import srdiv.models  # noqa: F401  (registers every model)
+import srdiv.objectives  # noqa: F401  (registers every objective)
 from srdiv.registry import MODELS, OBJECTIVES
 from srdiv.sampling.samples import Samples
-from srdiv.train.config import ModelSpec, TrainSettings, model_spec
+from srdiv.experiment import ModelSpec, TrainSettings, model_spec
 from srdiv.train.folds import FoldSplit, fold_split, select_queries
-from srdiv.train.ranking import RunScorer, rank_bundle, resolve_device, run_frame
+from srdiv.models.ranking import RunScorer, rank_bundle, resolve_device, run_frame
 from srdiv.train.trainer import Callback, Trainer, curve_frame, trainable
 
 MODEL_FILE = "model.pt"

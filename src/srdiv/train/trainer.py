@@ -30,8 +30,8 @@ from tqdm.auto import tqdm
 from srdiv.features.bundle import Bundle
 from srdiv.io import save_torch
 from srdiv.models.base import DiversityModel
-from srdiv.train.config import TrainSettings
-from srdiv.train.objective import Objective
+from srdiv.experiment import TrainSettings
+from srdiv.objectives.base import Objective
 
 OPTIMIZERS = {"adam": torch.optim.Adam, "sgd": torch.optim.SGD, "adagrad": torch.optim.Adagrad}
 CURVE_COLUMNS = ["epoch", "loss", "valid", "seconds"]

@@ -1,4 +1,6 @@
-"""Reading the ``train`` section and the ``models.<Row>`` entries of ``params.yaml``.
+"""The experiment: the ``train`` section, the ``models.<Row>`` entries of ``params.yaml``, the folds a run uses.
+
+The bottom layer every later stage reads (sampling, training, gathering, the report).
 
 A model row::
 
@@ -24,7 +26,9 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import asdict, dataclass, field, replace
-from typing import Any
+from typing import Any, Sequence
+
+import pandas as pd
 
 from srdiv.params import model_rows
 
@@ -118,3 +122,8 @@ def model_spec(params: dict, row: str) -> ModelSpec:
     entry.pop("samples", None)           # read by ``srdiv samples --row`` (srdiv.sampling.samples.row_overrides)
     entry = {k: v for k, v in entry.items() if v is not None}
     return ModelSpec(row=row, **entry)
+
+
+def in_folds(folds: pd.DataFrame, fold_ids: Sequence[int] | None) -> pd.DataFrame:
+    """The ``qid, fold`` rows of ``fold_ids`` (a study's ``folds`` setting; all folds for None)."""
+    return folds if fold_ids is None else folds[folds["fold"].isin([int(k) for k in fold_ids])]

@@ -3,7 +3,7 @@
 ``L = - sum_q log P(r*_q)`` with ``r*_q`` the greedy alpha-DCG ideal ranking of
 the query's training candidates (:func:`srdiv.sampling.targets.ideal_orders`)
 and ``P`` the Plackett-Luce probability of
-:func:`srdiv.train.plackett_luce.ranking_log_prob`: sequential models score
+:func:`srdiv.objectives.plackett_luce.ranking_log_prob`: sequential models score
 each position after the prefix of the ideal ranking above it
 (``context_scores``); score-and-sort models through ``list_scores`` (their
 ``context_scores`` ignores the context), which is ListMLE (Xia et al., ICML
@@ -21,8 +21,8 @@ from srdiv.features.bundle import Bundle
 from srdiv.models.base import Batch, DiversityModel
 from srdiv.registry import OBJECTIVES
 from srdiv.sampling.targets import ideal_orders
-from srdiv.train.objective import Objective, take
-from srdiv.train.plackett_luce import ranking_log_prob
+from srdiv.objectives.base import Objective, take
+from srdiv.objectives.plackett_luce import ranking_log_prob
 
 
 class Rankings(NamedTuple):

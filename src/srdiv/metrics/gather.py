@@ -14,9 +14,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from srdiv.experiment import in_folds, model_rows, run_rows
 from srdiv.io import InputError, read_parquet
-from srdiv.train.config import model_rows, run_rows
-from srdiv.train.folds import in_folds
 
 COLUMNS = ["model", "variant", "fold", "qid", "measure", "value"]
 REFERENCE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]*")

@@ -5,8 +5,8 @@ from math import log
 import numpy as np
 import pytest
 
-from srdiv.text.analysis import s_stem, tokenize, tokenize_many
-from srdiv.text.sparse import FieldIndex
+from srdiv.index.analysis import s_stem, tokenize, tokenize_many
+from srdiv.index.sparse import FieldIndex
 
 # Three documents: lengths 3, 2, 4; N = 3; df: apple 1, banana 2, cherry 2, date 1;
 # collection counts: apple 2, banana 2, cherry 4, date 1 (9 tokens).

@@ -25,7 +25,7 @@ computed once in :meth:`SmoothDiversityLoss.prepare`.
 The paper's other baselines: ``softmax`` here (listwise softmax
 cross-entropy with the number of subtopics a document covers as its label),
 and R-LTR = the harness's ``mle`` objective (ListMLE over the greedy ideal
-ordering, :mod:`srdiv.train.mle`).
+ordering, :mod:`srdiv.objectives.mle`).
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ from srdiv.features.bundle import Bundle
 from srdiv.metrics.diversity import alpha_dcg, ideal_ranking, rank_labels
 from srdiv.models.base import Batch, DiversityModel
 from srdiv.registry import OBJECTIVES
-from srdiv.train.objective import Objective, take
+from srdiv.objectives.base import Objective, take
 
 SMOOTH_METRICS = ("alpha_dcg", "alpha_ndcg", "err_ia")
 

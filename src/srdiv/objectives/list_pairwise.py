@@ -1,6 +1,6 @@
 """DSSA's list-pairwise loss (TKDE, Section 4.3.1, Eq. 16) over the fold's precomputed samples.
 
-For a sample ``(C, d1, d2, w, y)`` (:mod:`srdiv.sampling.listpairwise`) with
+For a sample ``(C, d1, d2, w, y)`` (:mod:`srdiv.sampling.list_pairwise_samples`) with
 ``s1``, ``s2`` the scores of ``d1``, ``d2`` placed right after the context
 ``C``, ``P(r1, r2) = 1 / (1 + exp(s2 - s1))`` and the loss is the weighted
 logistic loss::
@@ -33,7 +33,7 @@ import torch.nn.functional as F
 from srdiv.features.bundle import Bundle
 from srdiv.models.base import Batch, DiversityModel
 from srdiv.registry import OBJECTIVES
-from srdiv.train.objective import Objective, take
+from srdiv.objectives.base import Objective, take
 
 
 class PairBatch(NamedTuple):

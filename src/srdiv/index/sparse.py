@@ -1,7 +1,7 @@
 """A sparse term index over one text field of every document: TF-IDF, BM25, LMIR.
 
 The index is the term-frequency matrix ``tf [docs, terms]`` (scipy CSR) of the
-texts analysed by :func:`srdiv.text.analysis.tokenize`. Queries are analysed the
+texts analysed by :func:`srdiv.index.analysis.tokenize`. Queries are analysed the
 same way into a count matrix ``q [queries, terms]``; every model is then one
 sparse product, no loop over terms or documents. With ``N`` documents,
 ``df(t)`` the number holding term ``t``, ``|d|`` a document's length in tokens,
@@ -36,7 +36,7 @@ import numpy as np
 import pandas as pd
 import scipy.sparse as sp
 
-from srdiv.text.analysis import tokenize_many
+from srdiv.index.analysis import tokenize_many
 
 MODELS = ("bm25", "tfidf", "lmir")
 

@@ -2,13 +2,13 @@
 
 Xia et al., SIGIR 2015; NTN paper Section 4.2.4, Algorithm 3. For every
 training list, every pair ``(Y+, Y-)`` of its ``tau+`` positive and ``tau-``
-negative rankings (sampled once per fold, :mod:`srdiv.sampling.pamm`, with
+negative rankings (sampled once per fold, :mod:`srdiv.sampling.pamm_samples`, with
 their metric ``E``, alpha-nDCG@20 by default) is checked::
 
     if  P(Y+|X) - P(Y-|X) <= E(Y+) - E(Y-):   theta <- theta + eta * grad log(P(Y+|X) / P(Y-|X))
 
 with ``P`` the Plackett-Luce probability of Eq. 5
-(:func:`srdiv.train.plackett_luce.ranking_log_prob`). Reconstruction as a loss
+(:func:`srdiv.objectives.plackett_luce.ranking_log_prob`). Reconstruction as a loss
 (Eqs. 11-13 are garbled in our copy; they are the gradient of
 ``log P(Y+) - log P(Y-)``, the difference of two Eq. 6-8 terms)::
 
@@ -36,8 +36,8 @@ import torch
 from srdiv.features.bundle import Bundle
 from srdiv.models.base import Batch, DiversityModel
 from srdiv.registry import OBJECTIVES
-from srdiv.train.objective import Objective, take
-from srdiv.train.plackett_luce import ranking_log_prob
+from srdiv.objectives.base import Objective, take
+from srdiv.objectives.plackett_luce import ranking_log_prob
 
 
 class Rankings(NamedTuple):
