@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Optional
 
 import typer
+
+from srdiv.options import OPTIONAL_PARAMS
 
 collection_app = typer.Typer(no_args_is_help=True, help="Build a collection in the common schema.")
 
@@ -48,7 +51,7 @@ def trec_web(
 def wordnet_div(
     wordnet_dir: Path = typer.Option(Path("/usr/share/wordnet"), help="WordNet 3.0 database (data.noun, index.noun, ...)."),
     out: Path = typer.Option(..., help="Output collection directory (tables + README.md data card)."),
-    params: Path = typer.Option(None, help="params.yaml whose collections.wordnet-div section overrides the defaults."),
+    params: Optional[list[Path]] = OPTIONAL_PARAMS,
 ) -> None:
     """The open default collection built from WordNet 3.0 (see its data card)."""
     from srdiv.collection.schema import write_collection

@@ -7,12 +7,14 @@ from typing import List, Optional
 
 import typer
 
+from srdiv.options import PARAMS
+
 
 def register(app: typer.Typer) -> None:
     @app.command("report")
     def report(
         metrics: Path = typer.Option(..., help="metrics.parquet (model, variant, fold, qid, measure, value)."),
-        params: List[Path] = typer.Option(..., "--params", help="params.yaml [+ overlays], merged in order."),
+        params: List[Path] = PARAMS,
         out: Path = typer.Option(..., help="Results directory (tables/, plots/, README.md)."),
         models_dir: Optional[Path] = typer.Option(None, help="work/<dataset>/models: learning curves, timings."),
         benchmarks_dir: Optional[Path] = typer.Option(None, help="Snakemake benchmark records of the dataset."),

@@ -7,12 +7,14 @@ from typing import Optional
 
 import typer
 
+from srdiv.options import PARAMS
+
 
 def samples(
     bundle: Path = typer.Option(..., help="Bundle .npz of the dataset."),
     collection: Path = typer.Option(..., help="Collection directory (folds)."),
     fold: int = typer.Option(..., help="Test fold of the trial whose training queries are sampled."),
-    params: list[Path] = typer.Option(..., "--params", help="params.yaml (repeat to merge overlays)."),
+    params: list[Path] = PARAMS,
     out: Path = typer.Option(..., help="Output directory, e.g. work/<dataset>/samples/fold<k> (samples.npz)."),
     row: Optional[str] = typer.Option(None, help="A models row whose own `samples` settings override the section."),
 ) -> None:

@@ -7,9 +7,8 @@ from typing import Optional
 
 import typer
 
-COLLECTION = typer.Option(..., help="Collection directory.")
-DOCS = typer.Option(None, "--docs", help="Documents file (.jsonl/.parquet) used instead of the collection's.")
-PARAMS = typer.Option(None, "--params", help="params.yaml (repeat to merge overlays).")
+from srdiv.options import COLLECTION, DOCS
+from srdiv.options import OPTIONAL_PARAMS as PARAMS
 
 
 def load_stage_params(paths: list[Path] | None, name: str) -> dict:

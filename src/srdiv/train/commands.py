@@ -7,7 +7,8 @@ from typing import Optional
 
 import typer
 
-PARAMS = typer.Option(..., "--params", help="params.yaml (repeat to merge overlays).")
+from srdiv.options import PARAMS
+
 THREADS = typer.Option(0, help="torch CPU threads (0: torch's default). One thread per job is fastest for "
                                "these small models on a busy machine.")
 
