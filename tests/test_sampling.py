@@ -13,7 +13,7 @@ from srdiv.sampling.pamm_samples import pamm_rankings, random_orders
 from srdiv.sampling.samples import Samples, SampleSettings, make_samples
 from srdiv.sampling.targets import ideal_orders, ranking_metric, score_rankings
 
-NDCG = ranking_metric("alpha_nDCG@20")
+NDCG = ranking_metric("alpha_nDCG_cand@20")
 
 
 def _m(labels, ranking):
@@ -200,6 +200,8 @@ def test_random_orders_keep_padding_last():
 def test_unknown_metric_is_rejected():
     with pytest.raises(ValueError):
         ranking_metric("ERR_IA@20")
+    with pytest.raises(ValueError, match="normalises over the candidates: alpha_nDCG_cand@k"):
+        ranking_metric("alpha_nDCG@20")    # the official measure's name means the official normalisation
 
 
 # --- the samples file -------------------------------------------------------------------------------

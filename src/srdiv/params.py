@@ -160,8 +160,9 @@ _BOOL, _ANY, _NAME = Check("bool"), Check("any"), _str()
 _REPRESENTATION = _str("doc2vec", "lda", "svd")
 _TRAIN_KEYS = dict(train_docs=_int(1), rank_docs=_int(1), epochs=_int(1), patience=_int(1), batch_size=_int(1),
                    rank_batch=_int(1), device=_str(pattern=r"auto|cpu|cuda(:\d+)?|mps"), valid_measure=_NAME)
-_SAMPLE_KEYS = dict(permutations=_int(0), draw=_str("prefixes", "per_length"), metric=_NAME, alpha=_num(0, 1),
-                    pamm_positive=_int(1), pamm_negative=_int(1), pamm_metric=_NAME)
+_SAMPLE_METRIC = _str(pattern=r"(alpha_nDCG_cand|alpha_DCG)@\d+")
+_SAMPLE_KEYS = dict(permutations=_int(0), draw=_str("prefixes", "per_length"), metric=_SAMPLE_METRIC,
+                    alpha=_num(0, 1), pamm_positive=_int(1), pamm_negative=_int(1), pamm_metric=_SAMPLE_METRIC)
 OPTIMIZERS = ("adam", "sgd", "adagrad")
 """Optimiser names a row's ``optim.name`` may take (``srdiv.train.trainer`` maps them to torch)."""
 _ROW = _record(

@@ -3,7 +3,7 @@
 Xia et al., SIGIR 2015; NTN paper Section 4.2.4, Algorithm 3. For every
 training list, every pair ``(Y+, Y-)`` of its ``tau+`` positive and ``tau-``
 negative rankings (sampled once per fold, :mod:`srdiv.sampling.pamm_samples`, with
-their metric ``E``, alpha-nDCG@20 by default) is checked::
+their metric ``E``, by default the candidate-normalised alpha-nDCG@20, ``alpha_nDCG_cand@20``) is checked::
 
     if  P(Y+|X) - P(Y-|X) <= E(Y+) - E(Y-):   theta <- theta + eta * grad log(P(Y+|X) / P(Y-|X))
 

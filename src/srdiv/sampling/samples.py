@@ -48,11 +48,11 @@ class SampleSettings:
 
     permutations: int = 10
     draw: str = "per_length"
-    metric: str = "alpha_nDCG@20"
+    metric: str = "alpha_nDCG_cand@20"
     alpha: float = 0.5
     pamm_positive: int = 5
     pamm_negative: int = 20
-    pamm_metric: str = "alpha_nDCG@20"
+    pamm_metric: str = "alpha_nDCG_cand@20"
 
     @classmethod
     def from_params(cls, params: dict, row: str | None = None) -> "SampleSettings":

@@ -33,15 +33,17 @@ def ideal_orders(labels: np.ndarray, doc_mask: np.ndarray, alpha: float = 0.5) -
 
 
 def ranking_metric(name: str, alpha: float = 0.5) -> Metric:
-    """The metric M named in ``params.yaml``: ``alpha_nDCG@k`` or ``alpha_DCG@k``.
+    """The metric M named in ``params.yaml``: ``alpha_nDCG_cand@k`` or ``alpha_DCG@k``.
 
-    ``alpha_nDCG@k`` is DSSA's candidate-list-normalised alpha-nDCG
-    (:func:`srdiv.metrics.diversity.alpha_ndcg_candidates`): a perfect
-    re-ranking of the candidates scores 1. ``alpha_DCG@k`` is unnormalised.
+    ``alpha_nDCG_cand@k`` is DSSA's candidate-list-normalised alpha-nDCG
+    (:func:`srdiv.metrics.diversity.alpha_ndcg_candidates`, :data:`~srdiv.metrics.diversity.CANDIDATE_NDCG`):
+    a perfect re-ranking of the candidates scores 1. It is not the official ``alpha_nDCG@k``, whose
+    ideal ranks every judged document, so that name is refused here. ``alpha_DCG@k`` is unnormalised.
     """
     base, _, cut = name.partition("@")
-    if not cut.isdigit() or base not in ("alpha_nDCG", "alpha_DCG"):
-        raise ValueError(f"unknown sampling metric '{name}' (use alpha_nDCG@k or alpha_DCG@k)")
+    if not cut.isdigit() or base not in ("alpha_nDCG_cand", "alpha_DCG"):
+        hint = " (the sampling metric normalises over the candidates: alpha_nDCG_cand@k)" if base == "alpha_nDCG" else ""
+        raise ValueError(f"unknown sampling metric '{name}' (use alpha_nDCG_cand@k or alpha_DCG@k){hint}")
     k = int(cut)
     if base == "alpha_DCG":
         return lambda ranked, candidates: alpha_dcg(ranked, alpha, k)
