@@ -20,8 +20,8 @@ from pathlib import Path
 import pandas as pd
 import yaml
 
-from srdiv.params import load_params
 from srdiv.experiment import model_rows
+from srdiv.params import load_params
 
 SHOWN_EPOCHS = (1, 2, 5, 10, 20, 30, 50, 100)
 

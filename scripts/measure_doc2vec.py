@@ -23,8 +23,8 @@ import pandas as pd
 from scipy.stats import rankdata
 
 from srdiv.collection.schema import load_collection
-from srdiv.metrics import evaluate_run
 from srdiv.index.analysis import tokenize_many
+from srdiv.metrics import evaluate_run
 from srdiv.text.defaults import stage_params
 from srdiv.text.documents import TEXT_COLUMNS, join_columns, load_docs
 from srdiv.text.embed import doc2vec_vectors, infer_doc2vec, read_vectors, train_doc2vec

@@ -26,8 +26,8 @@ import pandas as pd
 from srdiv.collection.schema import load_collection
 from srdiv.collection.wordnet import doc_text
 from srdiv.collection.wordnet_card import candidate_labels, reranked_run
-from srdiv.metrics import evaluate_run, ideal_ranking, mean_measures
 from srdiv.index.sparse import FieldIndex
+from srdiv.metrics import evaluate_run, ideal_ranking, mean_measures
 
 CANDIDATES = 50
 

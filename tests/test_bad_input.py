@@ -11,8 +11,9 @@ import pytest
 from srdiv.cli import main
 from srdiv.io import InputError
 from srdiv.metrics import evaluate_run, read_run, write_trec_run
+from conftest import FIXTURES
 
-MINI = Path(__file__).resolve().parent / "fixtures" / "trec-web-mini"
+MINI = FIXTURES / "trec-web-mini"
 GOOD_RUN = """51 Q0 docA 1 3.5 t
 51 Q0 docB 2 2.5 t
 1 Q0 docC 1 1.0 t

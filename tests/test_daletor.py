@@ -13,8 +13,8 @@ from srdiv.objectives.daletor import (
     CoverageSoftmax, SmoothDiversityLoss, WeightedRows, metric_weights, smooth_metric, soft_ranks,
 )
 from srdiv.experiment import model_spec
-from srdiv.train.job import build_model
 from srdiv.models.base import context_prefix_scores
+from srdiv.train.job import build_model
 from srdiv.train.trainer import make_optimizer
 
 SMALL = dict(hidden=[16, 8], head_size=8)

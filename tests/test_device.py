@@ -40,16 +40,16 @@ import torch
 from torch.overrides import TorchFunctionMode
 
 import srdiv
+from srdiv.experiment import TrainSettings, model_rows, model_spec
 from srdiv.features.bundle import random_bundle
+from srdiv.models.ranking import rank_bundle
 from srdiv.params import load_params
 from srdiv.registry import MODELS, OBJECTIVES
 from srdiv.sampling.samples import SampleSettings, make_samples
-from srdiv.experiment import TrainSettings, model_rows, model_spec
 from srdiv.train.job import build_model
-from srdiv.models.ranking import rank_bundle
 from srdiv.train.trainer import Trainer, trainable
+from conftest import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 PARAMS = load_params(ROOT / "params.yaml")
 SRC = str(Path(srdiv.__file__).resolve().parent)
 TORCH = str(Path(torch.__file__).resolve().parent)

@@ -12,18 +12,18 @@ from typer.testing import CliRunner
 
 from srdiv.cli import app, main
 from srdiv.collection.schema import Collection, write_collection
+from srdiv.experiment import model_spec
 from srdiv.features.bundle import random_bundle
 from srdiv.io import InputError
 from srdiv.metrics import evaluate_run, read_run
+from srdiv.metrics.gather import gather_metrics
 from srdiv.models.base import DiversityModel
 from srdiv.models.initial import InitialRanking
 from srdiv.models.listmle import ListMLE
-from srdiv.registry import MODELS
-from srdiv.experiment import model_spec
-from srdiv.train.folds import fold_split
-from srdiv.metrics.gather import gather_metrics
-from srdiv.train.job import OUTPUTS, Trained, rank_job, run_job
 from srdiv.models.ranking import resolve_device
+from srdiv.registry import MODELS
+from srdiv.train.folds import fold_split
+from srdiv.train.job import OUTPUTS, Trained, rank_job, run_job
 
 
 @MODELS.register("test-coverage")

@@ -11,8 +11,8 @@ import pytest
 
 import srdiv.collection.schema as schema
 from srdiv.cli import main
+from conftest import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 SRDIV = Path(sys.executable).parent / "srdiv"
 
 

@@ -3,16 +3,14 @@
 import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import yaml
 
 from srdiv.workflow import render_dvc_yaml
+from conftest import BIN, ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
-BIN = Path(sys.executable).parent
 SMOKE = [Path("params.yaml"), Path("config/smoke.yaml")]
 COMPARED_TABLES = ("main", "cutoffs")
 

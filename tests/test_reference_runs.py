@@ -2,7 +2,6 @@
 
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -15,11 +14,10 @@ from typer.testing import CliRunner
 from srdiv.cli import app
 from srdiv.collection.schema import Collection, write_collection
 from srdiv.metrics import evaluate_run, read_run
-from srdiv.report.builder import build_tables, metric_at_k_from_runs
 from srdiv.metrics.gather import reference_runs
+from srdiv.report.builder import build_tables, metric_at_k_from_runs
+from conftest import BIN, ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
-BIN = Path(sys.executable).parent
 
 
 def make_collection(queries=8, docs=6, folds=2, seed=0):

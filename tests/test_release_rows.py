@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from srdiv.collection.schema import load_collection
+from srdiv.experiment import model_rows, model_spec
 from srdiv.features.assemble import build_bundle
 from srdiv.features.diversity import diversity_features
 from srdiv.features.dssa_import import import_release
@@ -19,11 +20,10 @@ from srdiv.metrics.evaluate import evaluate_run
 from srdiv.metrics.runs import read_run
 from srdiv.params import load_params
 from srdiv.sampling.samples import SampleSettings, make_samples
-from srdiv.experiment import model_rows, model_spec
 from srdiv.train.folds import fold_split, select_queries
 from srdiv.train.job import Trained, rank_job, run_job
+from conftest import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = Path(__file__).parent / "fixtures" / "dssa-sample"
 PARAMS = load_params(ROOT / "params.yaml")
 FOLD = 3  # test 16, 41, 42; validation 6, 22, 136; training the other 7 topics

@@ -8,8 +8,8 @@ import pytest
 import yaml
 from scipy import stats
 
-from srdiv.report.builder import build_report, build_tables, params_hash
 from srdiv.metrics.stats import holm_adjust, paired_pvalues
+from srdiv.report.builder import build_report, build_tables, params_hash
 
 MEASURES = ["ERR_IA@20", "alpha_nDCG@20", "NRBP", "P_IA@20", "StRecall@20",
             "ERR_IA@5", "ERR_IA@10", "alpha_nDCG@5", "alpha_nDCG@10", "StRecall@5", "StRecall@10"]

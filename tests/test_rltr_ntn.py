@@ -11,11 +11,11 @@ import torch
 
 from srdiv.features.bundle import random_bundle
 from srdiv.models.base import greedy_rank
-from srdiv.models.rltr import NTN, RLTR
-from srdiv.sampling.samples import SampleSettings, make_samples
-from srdiv.objectives.pamm import PAMM, pamm_loss
 from srdiv.models.base import context_prefix_scores
+from srdiv.models.rltr import NTN, RLTR
+from srdiv.objectives.pamm import PAMM, pamm_loss
 from srdiv.objectives.plackett_luce import ranking_log_prob
+from srdiv.sampling.samples import SampleSettings, make_samples
 
 
 def _tiny_batch(n_docs=3, feats=2, pair_feats=2, emb=2, seed=0):

@@ -7,14 +7,14 @@ import pytest
 import torch
 from torch import nn
 
+from srdiv.experiment import TrainSettings
 from srdiv.features.bundle import random_bundle
 from srdiv.models.base import DiversityModel
 from srdiv.models.listmle import ListMLE
-from srdiv.sampling.list_pairwise_samples import ListPairwiseSamples
-from srdiv.sampling.samples import Samples
-from srdiv.experiment import TrainSettings
 from srdiv.objectives.list_pairwise import ListPairwise
 from srdiv.objectives.mle import PlackettLuceMLE
+from srdiv.sampling.list_pairwise_samples import ListPairwiseSamples
+from srdiv.sampling.samples import Samples
 from srdiv.train.trainer import Trainer, make_optimizer, trainable
 
 

@@ -12,10 +12,10 @@ from srdiv.cli import main
 from srdiv.collection.schema import load_collection
 from srdiv.collection.trec_web import build_trec_web, read_suggestions
 from srdiv.metrics import evaluate_run, mean_measures
+from conftest import FIXTURES, ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "data" / "external" / "trec-web-2009-2012"
-MINI = ROOT / "tests" / "fixtures" / "trec-web-mini"
+MINI = FIXTURES / "trec-web-mini"
 
 
 @pytest.fixture(scope="module")

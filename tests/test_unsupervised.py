@@ -8,8 +8,8 @@ import torch
 import srdiv.models  # noqa: F401  (registration)
 from srdiv.features.bundle import random_bundle
 from srdiv.models.unsupervised import intent_layers, list_probs
-from srdiv.registry import MODELS
 from srdiv.objectives.base import take
+from srdiv.registry import MODELS
 
 NAMES = ["mmr", "xquad", "pm2", "hxquad", "hpm2"]
 

@@ -19,9 +19,9 @@ from srdiv.collection.wordnet_card import data_card
 from srdiv.collection.wordnet_files import read_wordnet
 from srdiv.io import InputError
 from srdiv.params import load_params
+from conftest import FIXTURES, ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
-MINI = ROOT / "tests" / "fixtures" / "wordnet-mini"
+MINI = FIXTURES / "wordnet-mini"
 SHIPPED = ROOT / "data" / "collections" / "wordnet-div"
 
 # The mini database (tests/fixtures/wordnet-mini): "bass" has three noun senses

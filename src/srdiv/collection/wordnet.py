@@ -39,9 +39,9 @@ import scipy.sparse as sp
 
 from srdiv.collection.schema import Collection
 from srdiv.collection.wordnet_files import LEXNAMES, WordNet, read_wordnet
-from srdiv.io import InputError
 from srdiv.index.analysis import tokenize
 from srdiv.index.sparse import FieldIndex
+from srdiv.io import InputError
 
 DEFAULT_WORDNET_DIR = Path("/usr/share/wordnet")
 """Where Debian's ``wordnet-base`` installs the WordNet 3.0 database."""

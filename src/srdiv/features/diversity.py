@@ -41,8 +41,8 @@ from tqdm.auto import tqdm
 
 from srdiv.collection.schema import Collection
 from srdiv.features.relevance import candidate_matrix, candidates, warn_missing
-from srdiv.text.documents import doc_positions, join_columns
 from srdiv.index.sparse import FieldIndex
+from srdiv.text.documents import doc_positions, join_columns
 
 TEXT_FEATURES = {"text_div": "body", "title_div": "title", "anchor_div": "anchor"}
 """Cosine-diversity features and the document column each reads."""

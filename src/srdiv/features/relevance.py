@@ -22,8 +22,8 @@ import pandas as pd
 from tqdm.auto import tqdm
 
 from srdiv.collection.schema import DOC_GRAPH_COLUMNS, Collection
-from srdiv.text.documents import FIELDS, doc_positions, join_columns
 from srdiv.index.sparse import FieldIndex
+from srdiv.text.documents import FIELDS, doc_positions, join_columns
 
 RETRIEVAL_MODELS = ("bm25", "lmir", "tfidf")
 FEATURE_NAMES = [f"{field}-{model}" for field in FIELDS for model in RETRIEVAL_MODELS] + list(DOC_GRAPH_COLUMNS)

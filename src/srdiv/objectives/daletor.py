@@ -38,8 +38,8 @@ import torch
 from srdiv.features.bundle import Bundle
 from srdiv.metrics.diversity import alpha_dcg, ideal_ranking, rank_labels
 from srdiv.models.base import Batch, DiversityModel
-from srdiv.registry import OBJECTIVES
 from srdiv.objectives.base import Objective, take
+from srdiv.registry import OBJECTIVES
 
 SMOOTH_METRICS = ("alpha_dcg", "alpha_ndcg", "err_ia")
 

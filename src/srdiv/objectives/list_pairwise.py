@@ -32,8 +32,8 @@ import torch.nn.functional as F
 
 from srdiv.features.bundle import Bundle
 from srdiv.models.base import Batch, DiversityModel
-from srdiv.registry import OBJECTIVES
 from srdiv.objectives.base import Objective, take
+from srdiv.registry import OBJECTIVES
 
 
 class PairBatch(NamedTuple):

@@ -35,9 +35,9 @@ import torch
 
 from srdiv.features.bundle import Bundle
 from srdiv.models.base import Batch, DiversityModel
-from srdiv.registry import OBJECTIVES
 from srdiv.objectives.base import Objective, take
 from srdiv.objectives.plackett_luce import ranking_log_prob
+from srdiv.registry import OBJECTIVES
 
 
 class Rankings(NamedTuple):

@@ -41,9 +41,9 @@ import torch
 from srdiv.features.bundle import Bundle
 from srdiv.metrics import alpha_dcg, alpha_dcg_gains, rank_labels, s_recall
 from srdiv.models.base import Batch, DiversityModel
-from srdiv.registry import OBJECTIVES
-from srdiv.objectives.base import Objective, take
 from srdiv.models.ranking import rank_bundle
+from srdiv.objectives.base import Objective, take
+from srdiv.registry import OBJECTIVES
 
 REWARDS = ("alpha_dcg", "s_recall")
 

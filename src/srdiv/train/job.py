@@ -38,15 +38,15 @@ from srdiv.collection.schema import Collection
 from srdiv.features.bundle import Bundle, BundleDims, FeatureScaler
 from srdiv.io import InputError, existing_file, save_torch, write_parquet, write_text
 from srdiv.metrics.runs import write_trec_run
-from srdiv.provenance import git_commit
 from srdiv.models.base import DiversityModel
+from srdiv.provenance import git_commit
 import srdiv.models  # noqa: F401  (registers every model)
 import srdiv.objectives  # noqa: F401  (registers every objective)
+from srdiv.experiment import ModelSpec, TrainSettings, model_spec
+from srdiv.models.ranking import RunScorer, rank_bundle, resolve_device, run_frame
 from srdiv.registry import MODELS, OBJECTIVES
 from srdiv.sampling.samples import Samples
-from srdiv.experiment import ModelSpec, TrainSettings, model_spec
 from srdiv.train.folds import FoldSplit, fold_split, select_queries
-from srdiv.models.ranking import RunScorer, rank_bundle, resolve_device, run_frame
 from srdiv.train.trainer import Callback, Trainer, curve_frame, trainable
 
 MODEL_FILE = "model.pt"

@@ -27,10 +27,10 @@ import pandas as pd
 import torch
 from tqdm.auto import tqdm
 
+from srdiv.experiment import TrainSettings
 from srdiv.features.bundle import Bundle
 from srdiv.io import save_torch
 from srdiv.models.base import DiversityModel
-from srdiv.experiment import TrainSettings
 from srdiv.objectives.base import Objective
 
 OPTIMIZERS = {"adam": torch.optim.Adam, "sgd": torch.optim.SGD, "adagrad": torch.optim.Adagrad}
