@@ -57,14 +57,17 @@ trec: $(STAMP)
 test: $(STAMP)
 	$(BIN)/pytest -q
 
-## the same DAGs through DVC (every row of params.yaml; the smoke setting), with the venv's srdiv on the PATH
+## the same DAGs through DVC, with the venv's srdiv on the PATH: the main table (dvc.yaml), a study
+## (make dvc-repro PIPELINE=pipelines/ablations/dvc.yaml), the smoke setting
+PIPELINE ?= dvc.yaml
 dvc-repro: $(STAMP)
-	$(BIN)/dvc repro
+	$(BIN)/dvc repro $(PIPELINE)
 
 dvc-smoke: $(STAMP)
 	$(BIN)/dvc repro pipelines/smoke/dvc.yaml
 
-## regenerate dvc.yaml and pipelines/smoke/dvc.yaml from the Snakefile
+## regenerate dvc.yaml (main table), pipelines/<study>/dvc.yaml and pipelines/smoke/dvc.yaml from the Snakefile
 dvc-yaml: $(STAMP)
-	$(BIN)/srdiv dvc-yaml --config params.yaml --out dvc.yaml
+	$(BIN)/srdiv dvc-yaml --config params.yaml --config config/main.yaml --study config/ablations-dssa.yaml \
+	  --study config/ablations.yaml --study config/sweeps.yaml --study config/desa-ablations.yaml --out dvc.yaml
 	$(BIN)/srdiv dvc-yaml --config params.yaml --config config/smoke.yaml --wdir ../.. --out pipelines/smoke/dvc.yaml

@@ -8,10 +8,15 @@ from pathlib import Path
 import pytest
 import yaml
 
-from srdiv.workflow import render_dvc_yaml
+from srdiv.workflow import job_stages, render_dvc_yamls
 from conftest import BIN, ROOT
 
 SMOKE = [Path("params.yaml"), Path("config/smoke.yaml")]
+STUDIES = [Path(f"config/{name}.yaml") for name in ("ablations-dssa", "ablations", "sweeps", "desa-ablations")]
+DVC_SETTINGS = [   # as `make dvc-yaml` writes them: (settings, studies, dvc.yaml, wdir)
+    ([Path("params.yaml"), Path("config/main.yaml")], STUDIES, Path("dvc.yaml"), None),
+    (SMOKE, [], Path("pipelines/smoke/dvc.yaml"), "../.."),
+]
 COMPARED_TABLES = ("main", "cutoffs")
 
 
@@ -21,26 +26,62 @@ def in_root(monkeypatch):
 
 
 def test_dvc_yaml_matches_snakefile(in_root):
-    """dvc.yaml is generated from the Snakemake DAG; editing one without the other fails here."""
-    assert (ROOT / "dvc.yaml").read_text() == render_dvc_yaml(Path("Snakefile"), [Path("params.yaml")]), \
-        "dvc.yaml drifted from the Snakefile: run `make dvc-yaml`"
-    smoke = render_dvc_yaml(Path("Snakefile"), SMOKE, wdir="../..")
-    assert (ROOT / "pipelines/smoke/dvc.yaml").read_text() == smoke, \
-        "pipelines/smoke/dvc.yaml drifted from the Snakefile: run `make dvc-yaml`"
+    """dvc.yaml files are generated from the Snakemake DAG; editing one without the other fails here."""
+    for configs, studies, out, wdir in DVC_SETTINGS:
+        for path, text in render_dvc_yamls(Path("Snakefile"), configs, out, wdir, studies).items():
+            assert (ROOT / path).read_text() == text, f"{path} drifted from the Snakefile: run `make dvc-yaml`"
+
+
+def _dvc_stages():
+    """Every stage as DVC itself reads the repository's dvc.yaml files (matrix and foreach expanded)."""
+    from dvc.repo import Repo
+
+    with Repo(str(ROOT)) as repo:
+        return list(repo.index.stages)
+
+
+def test_dvc_expands_to_the_snakemake_jobs(in_root):
+    """DVC's expansion of the matrix/foreach stages gives each Snakemake job's command, inputs, code,
+    params and outputs, and nothing else."""
+    expected = {}
+    for configs, studies, _, wdir in DVC_SETTINGS:
+        settings = [configs] + [[configs[0], study] for study in studies]
+        for jobs in job_stages(settings, Path("Snakefile"), [wdir] + ["../.."] * len(studies)):
+            expected.update({_outs(job.stage)[0]: job.stage for job in jobs})
+    for stage in _dvc_stages():
+        outs = sorted(out.def_path for out in stage.outs)
+        job = expected.pop(outs[0], None)
+        assert job is not None, f"{stage.addressing} makes {outs[0]}, which no Snakemake job makes"
+        assert stage.cmd == job["cmd"], stage.addressing
+        assert outs == _outs(job), stage.addressing
+        deps = [dep for dep in stage.deps if type(dep).__name__ != "ParamsDependency"]
+        assert [dep.def_path for dep in deps] == job["deps"], stage.addressing
+        params = {os.path.relpath(dep.def_path, "."): dep.params for dep in stage.deps if dep not in deps}
+        assert params == {f: keys for entry in job.get("params", []) for f, keys in entry.items()}, stage.addressing
+    assert not expected, f"Snakemake jobs without a DVC stage: {sorted(expected)[:5]}"
+
+
+def _outs(stage: dict) -> list[str]:
+    return sorted(next(iter(out)) if isinstance(out, dict) else out for out in stage["outs"])
 
 
 def test_a_failing_dvc_stage_shows_its_log():
     """Under DVC a stage's stderr goes to its log; on failure the end of the log reaches the terminal."""
-    stages = yaml.safe_load((ROOT / "pipelines/smoke/dvc.yaml").read_text())["stages"]
-    for name, stage in stages.items():
-        log = stage["cmd"].rsplit("|| { tail -n 20 ", 1)[-1].split(" ", 1)[0]
-        assert log.startswith("logs/") and f"> {log}" in stage["cmd"], name
+    for stage in _dvc_stages():
+        log = stage.cmd.rsplit("|| { tail -n 20 ", 1)[-1].split(" ", 1)[0]
+        assert log.startswith("logs/") and f"> {log}" in stage.cmd, stage.addressing
 
 
-def test_every_dvc_stage_calls_srdiv():
-    stages = yaml.safe_load((ROOT / "dvc.yaml").read_text())["stages"]
-    commands = [stage["cmd"].split(" && ")[-1] for stage in stages.values()]
-    assert commands and all(cmd.startswith("srdiv ") for cmd in commands)
+def test_every_dvc_stage_calls_srdiv_and_depends_on_its_code():
+    for stage in _dvc_stages():
+        assert stage.cmd.split(" && ")[-1].startswith("srdiv "), stage.addressing
+        command = stage.cmd.split(" && ")[-1].split()[1]
+        package = {"features": "features", "samples": "sampling", "train": "train", "rank": "train",
+                   "report": "report", "gather": "metrics", "evaluate": "metrics", "embed": "text",
+                   "pseudo-docs": "text", "bundle": "features", "collection": "collection"}[command]
+        code = [dep.def_path for dep in stage.deps if dep.def_path.startswith("src/")]
+        assert any(path.startswith(f"src/srdiv/{package}") for path in code), stage.addressing
+        assert "src/srdiv" not in code and "src/srdiv/cli.py" not in code, stage.addressing
 
 
 def test_slurm_profile_dry_run(in_root, tmp_path):
