@@ -393,7 +393,7 @@ def build_debian_facets(indexes: str | Path | Indexes, cfg: DebianFacetsConfig |
                            "type": "faceted"})
     tag_text = ix.vocabulary.tags.set_index("tag")
     subtopics = pd.DataFrame({"qid": qid_of[official["q"]].to_numpy(), "sid": official["sid"].to_numpy(),
-                              "text": [f"{tag_text.at[t, 'name']}. {tag_text.at[t, 'text']}".strip()
+                              "text": [". ".join(filter(None, (tag_text.at[t, "name"], tag_text.at[t, "text"])))
                                        for t in official["tag"]]})
     judged = official.merge(pool[["q", "doc"]], on="q")
     relevant = pooled.merge(official, on=["q", "tag"])[["q", "sid", "doc"]].assign(rel=1)
