@@ -163,7 +163,7 @@ def data_card(build: Build, cfg: DebianFacetsConfig, choices: Choices) -> str:
 # debian-facets
 
 An open *faceted* search result diversification collection of running text,
-built from Debian's package indexes: every source package is a document (its
+built from Debian's package indexes: a source package is a document (its
 binaries' descriptions), a word of package names and synopses is a query, and
 the Debtags tags of the query's packages are its official subtopics. The
 labels come from curated metadata (Debtags), not from the text the models read.
@@ -299,14 +299,14 @@ the collection, so the judgments are complete with respect to the tagging.
 
 Every document is the description of a package of Debian's main archive
 area, which holds only software that meets the Debian Free Software
-Guidelines; a package's description is part of the package (its
-`debian/control` file) and is distributed under the package's own free
-licence, which permits redistribution and modification. This collection
+Guidelines; a package's description is part of its source (the
+`debian/control` file) and is covered by the free licence under which Debian
+distributes that package, which permits redistribution and modification. This collection
 redistributes those descriptions unchanged (paragraphs of a source's binaries
 joined) with the packages' names, homepages and relations, as Debian's archive
 itself redistributes them in its `Packages` and `Translation-en` indexes. The
 per-package copyright and licence of each description are in that package's
 `copyright` file in Debian. The Debtags tags come from `Packages`; the
 subtopic texts are the tag descriptions of the Debtags vocabulary in the
-`debtags` package (GPL-2 or later, Enrico Zini et al.).
+`debtags` package (GPL-2, Enrico Zini et al.).
 """
