@@ -11,7 +11,7 @@ GPUS   ?= $(if $(filter-out 0,$(NGPU)),$(NGPU),$(CORES))
 SMK     = $(BIN)/snakemake --cores $(CORES) --resources gpu=$(GPUS)
 export PATH := $(abspath $(BIN)):$(PATH)
 
-.PHONY: install run run-ablations run-ablations-dssa run-sweeps run-desa-ablations run-all smoke test dvc-yaml trec dvc-repro dvc-smoke
+.PHONY: install run run-debian run-ablations run-ablations-dssa run-sweeps run-desa-ablations run-all smoke test dvc-yaml trec dvc-repro dvc-smoke
 
 $(STAMP): pyproject.toml
 	@command -v $(PYTHON) >/dev/null || { echo "need $(PYTHON)"; exit 1; }
@@ -25,6 +25,10 @@ install: $(STAMP)
 ## the main job on the default collection (wordnet-div): the main table's rows, each at its full budget
 run: $(STAMP)
 	$(SMK) --configfile params.yaml config/main.yaml
+
+## the main table's rows on the second open collection, debian-facets (results/debian-facets)
+run-debian: $(STAMP)
+	$(SMK) --configfile params.yaml config/main.yaml config/debian-facets.yaml
 
 ## HDSSA (Table 10), NTN, MDP-DIV and DALETOR ablation rows at full budget (results/wordnet-div-ablations)
 run-ablations: $(STAMP)
