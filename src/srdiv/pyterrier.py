@@ -54,11 +54,11 @@ MEASURES = [ir_measures.parse_measure(name) for name in MEASURE_NAMES]
 CPU = torch.device("cpu")
 
 
-def require(frame: pd.DataFrame, columns: Sequence[str], who: str) -> None:
-    """An :class:`InputError` naming the columns ``who``'s input frame lacks."""
+def require(frame: pd.DataFrame, columns: Sequence[str], where: str) -> None:
+    """An :class:`InputError` at ``where`` naming the columns the frame lacks."""
     missing = [c for c in columns if c not in frame.columns]
     if missing:
-        raise InputError(f"{who} input", f"frame lacks columns {missing} (it has {list(frame.columns)})")
+        raise InputError(where, f"frame lacks columns {missing} (it has {list(frame.columns)})")
 
 
 def as_collection(collection: Collection | str | os.PathLike) -> Collection:
@@ -112,7 +112,7 @@ class Retriever(pt.Transformer):
         self.index = FieldIndex.from_texts(join_columns(self.docs, self.fields), k1=k1, b=b, mu=mu)
 
     def transform(self, inp: pd.DataFrame) -> pd.DataFrame:
-        require(inp, ["qid", "query"], type(self).__name__)
+        require(inp, ["qid", "query"], f"{type(self).__name__} input")
         if "docno" in inp.columns:
             string, texts = pd.factorize(inp["qid"].astype(str) + "\0" + inp["query"].astype(str))
             slot = pd.Series(string).groupby(string).cumcount().to_numpy()
@@ -144,9 +144,9 @@ def suggestion_frame(suggestions: pd.DataFrame | Collection | str | os.PathLike)
     if not isinstance(suggestions, pd.DataFrame):
         table = as_collection(suggestions).suggestions
         suggestions = table.rename(columns={"sugg_id": "subtopic", "text": "query"})
-    require(suggestions, ["qid", "subtopic", "level", "query"], "suggestions")
+    require(suggestions, ["qid", "subtopic", "level", "query"], "suggestions input")
     if (suggestions["level"] == 2).any():
-        require(suggestions, ["parent"], "level-2 suggestions")
+        require(suggestions, ["parent"], "level-2 suggestions input")
     frame = suggestions.assign(**{c: suggestions[c].astype(str) for c in ("qid", "subtopic")})
     frame = frame.assign(parent=frame.get("parent", pd.Series("", index=frame.index)).fillna("").astype(str),
                          weight=frame.get("weight", pd.Series(1.0, index=frame.index)).astype(float))
@@ -182,7 +182,7 @@ class Diversifier(pt.Transformer):
         self.model = MODELS.get(self.name)(None, prior=ScorePrior(), lam=lam, prob=prob, **params)
 
     def transform(self, results: pd.DataFrame) -> pd.DataFrame:
-        require(results, ["qid", "query", "docno", "score"], type(self).__name__)
+        require(results, ["qid", "query", "docno", "score"], f"{type(self).__name__} input")
         bundle = self.bundle(ranked(results.assign(qid=results["qid"].astype(str))))
         return with_ranks(run_frame(bundle, rank_bundle(self.model, bundle, CPU)), results)
 
@@ -291,7 +291,7 @@ class MMR(Diversifier):
 
     def vectors(self, results: pd.DataFrame, cand: np.ndarray) -> np.ndarray:
         if self.table is None:
-            require(results, ["doc_vec"], type(self).__name__)
+            require(results, ["doc_vec"], f"{type(self).__name__} input")
             first = results.drop_duplicates("docno")
             keys, matrix = first[["docno"]], np.stack(first["doc_vec"].to_numpy()).astype(np.float32)
         else:
@@ -342,14 +342,14 @@ class Relevance(pt.Transformer):
                  collection: Collection | str | os.PathLike | None = None):
         self.models = FoldModels(row, collection)
         table = features if isinstance(features, pd.DataFrame) else pd.read_parquet(features)
-        require(table, ["qid", "sugg_id", "docno"], "relevance features")
+        require(table, ["qid", "sugg_id", "docno"], "relevance features input")
         self.names = [c for c in table.columns if c not in ("qid", "sugg_id", "docno")]
         self.features = table.assign(qid=string_qid(table["qid"].astype(str), table["sugg_id"].astype(str)),
                                      topic=table["qid"].astype(str)).drop_duplicates(["qid", "docno"])
         self.topic_of = dict(zip(self.features["qid"], self.features["topic"]))
 
     def transform(self, inp: pd.DataFrame) -> pd.DataFrame:
-        require(inp, ["qid", "docno"], type(self).__name__)
+        require(inp, ["qid", "docno"], f"{type(self).__name__} input")
         rows = inp[["qid", "docno"]].astype(str).merge(self.features, how="left")
         x = rows[self.names].fillna(0.0).to_numpy(np.float32)
         topic = rows["qid"].map(self.topic_of).fillna(rows["qid"])
@@ -377,7 +377,7 @@ class TrainedModel(pt.Transformer):
 
     def transform(self, results: pd.DataFrame) -> pd.DataFrame:
         who = type(self).__name__
-        require(results, ["qid", "docno"], who)
+        require(results, ["qid", "docno"], f"{who} input")
         results = results.assign(qid=results["qid"].astype(str))
         unknown = sorted(set(results["qid"]) - set(self.features.qids))
         if unknown:
@@ -385,7 +385,7 @@ class TrainedModel(pt.Transformer):
         runs = []
         for trained, qids in self.models.groups(list(pd.unique(results["qid"])), who):
             part = trained.scaler.transform(select_queries(self.features, qids).truncate(trained.spec.train.rank_docs))
-            wanted = pd.MultiIndex.from_frame(results[["qid", "docno"]])
+            wanted = pd.MultiIndex.from_frame(results.loc[results["qid"].isin(qids), ["qid", "docno"]])
             keys = pd.MultiIndex.from_arrays([np.repeat(part.qids, part.docnos.shape[1]), part.docnos.ravel()])
             lost = wanted[~wanted.isin(keys)]
             if len(lost):
