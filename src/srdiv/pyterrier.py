@@ -84,11 +84,21 @@ def ranked(results: pd.DataFrame) -> pd.DataFrame:
     return results.sort_values(key, ascending=[True, "rank" in results.columns], kind="stable")
 
 
+RESULT_COLUMNS = ["qid", "query", "docno", "score", "rank"]
+
+
+def result_columns(input_columns: Sequence[str], where: str) -> list[str]:
+    """A re-ranker's output columns (``transform_outputs``, PyTerrier's inspection): the input's, results first."""
+    require(pd.DataFrame(columns=list(input_columns)), ["qid", "docno"], where)
+    front = [c for c in RESULT_COLUMNS if c in input_columns or c in ("score", "rank")]
+    return front + [c for c in input_columns if c not in front]
+
+
 def with_ranks(run: pd.DataFrame, inputs: pd.DataFrame) -> pd.DataFrame:
     """``run`` (``qid, docno, rank`` from 1, ``score``) with PyTerrier's 0-based ranks and the inputs' other columns."""
     extra = inputs.drop(columns=[c for c in ("score", "rank") if c in inputs.columns])
     out = run.assign(rank=run["rank"] - 1).merge(extra, on=["qid", "docno"], how="left")
-    front = [c for c in ("qid", "query", "docno", "score", "rank") if c in out.columns]
+    front = [c for c in RESULT_COLUMNS if c in out.columns]
     return out[front + [c for c in out.columns if c not in front]]
 
 
@@ -110,6 +120,11 @@ class Retriever(pt.Transformer):
         if model not in RETRIEVAL_MODELS:
             raise InputError(type(self).__name__, f"unknown model '{model}' (models: {', '.join(RETRIEVAL_MODELS)})")
         self.index = FieldIndex.from_texts(join_columns(self.docs, self.fields), k1=k1, b=b, mu=mu)
+
+    def transform_outputs(self, input_columns: list[str]) -> list[str]:
+        if "docno" in input_columns:
+            return result_columns(input_columns, f"{type(self).__name__} input")
+        return RESULT_COLUMNS
 
     def transform(self, inp: pd.DataFrame) -> pd.DataFrame:
         require(inp, ["qid", "query"], f"{type(self).__name__} input")
@@ -180,6 +195,9 @@ class Diversifier(pt.Transformer):
         self.scorer = scorer
         self.suggestions = suggestion_frame(suggestions)
         self.model = MODELS.get(self.name)(None, prior=ScorePrior(), lam=lam, prob=prob, **params)
+
+    def transform_outputs(self, input_columns: list[str]) -> list[str]:
+        return result_columns(input_columns, f"{type(self).__name__} input")
 
     def transform(self, results: pd.DataFrame) -> pd.DataFrame:
         require(results, ["qid", "query", "docno", "score"], f"{type(self).__name__} input")
@@ -348,6 +366,9 @@ class Relevance(pt.Transformer):
                                      topic=table["qid"].astype(str)).drop_duplicates(["qid", "docno"])
         self.topic_of = dict(zip(self.features["qid"], self.features["topic"]))
 
+    def transform_outputs(self, input_columns: list[str]) -> list[str]:
+        return result_columns(input_columns, f"{type(self).__name__} input")
+
     def transform(self, inp: pd.DataFrame) -> pd.DataFrame:
         require(inp, ["qid", "docno"], f"{type(self).__name__} input")
         rows = inp[["qid", "docno"]].astype(str).merge(self.features, how="left")
@@ -374,6 +395,9 @@ class TrainedModel(pt.Transformer):
                  collection: Collection | str | os.PathLike | None = None):
         self.models = FoldModels(row, collection)
         self.features = bundle if isinstance(bundle, Bundle) else Bundle.load(bundle)
+
+    def transform_outputs(self, input_columns: list[str]) -> list[str]:
+        return result_columns(input_columns, f"{type(self).__name__} input")
 
     def transform(self, results: pd.DataFrame) -> pd.DataFrame:
         who = type(self).__name__
