@@ -94,6 +94,12 @@ def result_columns(input_columns: Sequence[str], where: str) -> list[str]:
     return front + [c for c in input_columns if c not in front]
 
 
+def scored(frame: pd.DataFrame, scores: np.ndarray) -> pd.DataFrame:
+    """``frame`` with ``scores``, each query's rows best first with ranks from 0 (ties in input order)."""
+    frame = frame.assign(score=scores).sort_values(["qid", "score"], ascending=[True, False], kind="stable")
+    return frame.assign(rank=frame.groupby("qid").cumcount().to_numpy()).reset_index(drop=True)
+
+
 def with_ranks(run: pd.DataFrame, inputs: pd.DataFrame) -> pd.DataFrame:
     """``run`` (``qid, docno, rank`` from 1, ``score``) with PyTerrier's 0-based ranks and the inputs' other columns."""
     extra = inputs.drop(columns=[c for c in ("score", "rank") if c in inputs.columns])
@@ -134,7 +140,7 @@ class Retriever(pt.Transformer):
             rows = np.full((len(texts), int(slot.max(initial=-1)) + 1), -1, np.int64)
             rows[string, slot] = doc_positions(self.docs, inp["docno"].to_numpy())
             scores = self.index.score([t.partition("\0")[2] for t in texts], self.model, rows)
-            return pt.model.add_ranks(inp.assign(score=scores[string, slot]))
+            return scored(inp, scores[string, slot])
         queries = inp[["qid", "query"]].drop_duplicates("qid").reset_index(drop=True)
         exclude = None
         if self.exclude is not None:
@@ -383,7 +389,7 @@ class Relevance(pt.Transformer):
             z = (x[part] - trained.scaler.rel_mean) / trained.scaler.rel_std
             with torch.no_grad():
                 scores[part] = model.relevance(torch.as_tensor(z, dtype=torch.float32)).numpy()
-        return pt.model.add_ranks(inp.assign(score=scores))
+        return scored(inp, scores)
 
 
 class TrainedModel(pt.Transformer):
