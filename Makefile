@@ -17,7 +17,7 @@ $(STAMP): pyproject.toml
 	@command -v $(PYTHON) >/dev/null || { echo "need $(PYTHON)"; exit 1; }
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e ".[pipeline,test]"
+	$(BIN)/python -m pip install --quiet -e ".[pipeline,test,pyterrier]"
 	touch $(STAMP)
 
 install: $(STAMP)
