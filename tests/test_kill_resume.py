@@ -4,11 +4,12 @@ uninterrupted one: through the command line, as separate processes (``srdiv trai
 SIGKILL runs no clean-up at all, so this checks what the in-process resume test cannot: that every file
 under its final name is whole (the checkpoint included) and that the checkpoint alone carries everything
 the resumed epochs depend on (weights, optimiser moments, the mini-batch generator, torch's RNG, which the
-dropout of the row below draws from).
+dropout of the row below draws from). The same checkpoint met with a changed input starts over.
 """
 
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -22,7 +23,7 @@ import torch
 import yaml
 
 from srdiv.collection.schema import Collection, write_collection
-from srdiv.features.bundle import random_bundle
+from srdiv.features.bundle import Bundle, random_bundle
 from srdiv.train.job import OUTPUTS
 
 SRDIV = Path(sys.executable).parent / "srdiv"
@@ -63,8 +64,8 @@ def inputs(tmp_path_factory):
     return root
 
 
-def command(inputs: Path, out: Path, stage: str) -> list[str]:
-    common = ["--fold", str(FOLD), "--bundle", str(inputs / "bundle.npz"), "--collection", str(inputs / "coll"),
+def command(inputs: Path, out: Path, stage: str, bundle: Path | None = None) -> list[str]:
+    common = ["--fold", str(FOLD), "--bundle", str(bundle or inputs / "bundle.npz"), "--collection", str(inputs / "coll"),
               "--out", str(out), "--threads", "1"]
     if stage == "train":
         return [str(SRDIV), "train", "--model", "Drop", "--params", str(inputs / "params.yaml"), "--no-progress",
@@ -78,11 +79,12 @@ def env() -> dict:
     return {**os.environ, "PYTHONPATH": os.pathsep.join([src, os.environ.get("PYTHONPATH", "")])}
 
 
-def run(inputs: Path, out: Path) -> list[str]:
+def run(inputs: Path, out: Path, stages=("train", "rank"), bundle: Path | None = None) -> list[str]:
     """``srdiv train`` then ``srdiv rank``; the epochs the training ran (its log lines)."""
     logs = []
-    for stage in ("train", "rank"):
-        done = subprocess.run(command(inputs, out, stage), env=env(), capture_output=True, text=True, timeout=300)
+    for stage in stages:
+        done = subprocess.run(command(inputs, out, stage, bundle), env=env(), capture_output=True, text=True,
+                              timeout=300)
         assert done.returncode == 0, done.stderr[-3000:]
         logs += done.stderr.splitlines()
     return [int(m.group(1)) for m in map(re.compile(r"Drop fold1 .*epoch (\d+)/").search, logs) if m]
@@ -120,6 +122,13 @@ def test_a_training_killed_mid_epoch_resumes_to_the_same_bytes(inputs, tmp_path)
     assert 1 <= finished < EPOCHS, "the kill did not land inside the training"
     assert not [name for name in OUTPUTS if (cut / name).exists()]   # nothing under a final name but
     assert sorted(p.name for p in cut.iterdir()) == ["tune"]          # the (whole, loadable) checkpoint
+
+    changed = tmp_path / "changed"                      # the same checkpoint, but one input value differs:
+    shutil.copytree(cut, changed)                       # the job starts over
+    bundle = Bundle.load(inputs / "bundle.npz")
+    bundle.rel_feat[0, 0, 0] += 1.0
+    bundle.save(tmp_path / "changed.npz")
+    assert run(inputs, changed, ("train",), tmp_path / "changed.npz") == list(range(1, EPOCHS + 1))
 
     assert run(inputs, cut) == list(range(finished + 1, EPOCHS + 1))   # the same command: resumes
     for name in ("model.pt", "hparams.json", "run.txt"):
