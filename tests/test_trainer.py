@@ -9,6 +9,7 @@ from torch import nn
 
 from srdiv.experiment import TrainSettings
 from srdiv.features.bundle import random_bundle
+from srdiv.io import InputError
 from srdiv.models.base import DiversityModel
 from srdiv.models.listmle import ListMLE
 from srdiv.objectives.list_pairwise import ListPairwise
@@ -129,7 +130,7 @@ def test_list_pairwise_context_fraction_visits_a_fresh_share_of_contexts_each_ep
 
 
 def test_list_pairwise_without_samples_is_an_error():
-    with pytest.raises(ValueError, match="samples"):
+    with pytest.raises(InputError, match="samples"):
         ListPairwise().prepare(random_bundle(), np.random.default_rng(0))
 
 

@@ -21,7 +21,7 @@ from typing import Any, Sequence
 
 import yaml
 
-from srdiv.io import InputError
+from srdiv.io import InputError, read_text
 
 
 def merge(base: dict, overlay: dict) -> dict:
@@ -179,7 +179,7 @@ _ROW = _record(
 _ROW = Check(**{**_ROW.__dict__, "nullable": True})
 _TABLE_SPEC = _record(title=_NAME, reference=_NAME, runs=_list(_NAME), note=_NAME)
 SCHEMA = _record(
-    seed=_int(0), dataset=_NAME, study=_NAME, params_files=_list(_NAME), folds=_list(_int(1)),
+    seed=_int(0, 2**32 - 1), dataset=_NAME, study=_NAME, params_files=_list(_NAME), folds=_list(_int(1)),
     run_models=Check("any", alternatives=(_str("all"), _list(_NAME))),
     datasets=_table(Check(**{**_record(
         collection=_NAME, representation=_REPRESENTATION, features=_str("text", "dssa-release"),
@@ -270,10 +270,12 @@ def load_params(paths: Sequence[str | os.PathLike] | str | os.PathLike) -> dict[
         if not path.exists():
             raise InputError(path, "params file not found")
         try:
-            loaded = yaml.safe_load(path.read_text()) or {}
+            loaded = yaml.safe_load(read_text(path)) or {}
         except yaml.YAMLError as err:
-            line = getattr(getattr(err, "problem_mark", None), "line", None)
-            raise InputError(path, f"invalid YAML: {err}", None if line is None else line + 1) from None
+            mark = getattr(err, "problem_mark", None)
+            line = getattr(mark, "line", None)
+            what = " ".join(str(getattr(err, "problem", None) or err).split())   # one line, not YAML's excerpt
+            raise InputError(path, f"invalid YAML: {what}", None if line is None else line + 1) from None
         if not isinstance(loaded, dict):
             raise InputError(path, "params file must hold a mapping")
         validate(loaded, path)
