@@ -61,9 +61,10 @@ def lineage(params: dict, row: str) -> list[str]:
 def model_rows(params: dict) -> dict[str, dict]:
     """The ``models`` rows in file order, resolved.
 
-    An overlay removes a row by setting it to null. A row with ``extends: BASE`` is BASE's
-    resolved entry merged with the row's own keys (dicts key by key, as overlays merge; a key
-    set to null is removed), so an ablation row states only what it changes.
+    An overlay removes a row by setting it to null, and a key of a row by setting the key to null
+    (``tune: {optim.lr: null}``). A row with ``extends: BASE`` is BASE's resolved entry merged with
+    the row's own keys (dicts key by key, as overlays merge; a key set to null is removed), so an
+    ablation row states only what it changes.
     """
     raw = {row: entry for row, entry in (params.get("models") or {}).items() if entry is not None}
     for row, entry in raw.items():
@@ -72,7 +73,7 @@ def model_rows(params: dict) -> dict[str, dict]:
     resolved = {}
     for row in raw:
         base, *changes = reversed(lineage(params, row))
-        out = copy.deepcopy(raw[base])
+        out = _merge_dropping_nulls({}, raw[base])      # an overlay's null removes a key of a base row too
         for name in changes:
             out = _merge_dropping_nulls(out, {k: v for k, v in raw[name].items() if k != "extends"})
         resolved[row] = out
@@ -85,8 +86,8 @@ def _merge_dropping_nulls(base: dict, overlay: dict) -> dict:
     for key, value in overlay.items():
         if value is None:
             out.pop(key, None)
-        elif isinstance(value, dict) and isinstance(out.get(key), dict):
-            out[key] = _merge_dropping_nulls(out[key], value)
+        elif isinstance(value, dict):
+            out[key] = _merge_dropping_nulls(out[key] if isinstance(out.get(key), dict) else {}, value)
         else:
             out[key] = copy.deepcopy(value)
     return out

@@ -36,8 +36,9 @@ def read_metrics(path: str | Path) -> pd.DataFrame:
             raise InputError(path, f"column '{col}' is not text ({values[col].dtype})")
     bad = first_misfit(values["value"].to_numpy(), integer=False)
     if bad is not None or pd.api.types.is_bool_dtype(values["value"]):
-        raise InputError(path, f"value {values['value'].iloc[bad or 0]!r} in row {(bad or 0) + 1} is not a finite "
-                               "number")
+        value = values["value"].iloc[bad or 0]
+        value = value.item() if hasattr(value, "item") else value     # nan, not np.float64(nan)
+        raise InputError(path, f"value {value!r} in row {(bad or 0) + 1} is not a finite number")
     return values.assign(value=pd.to_numeric(values["value"]).astype("float64"))
 
 
