@@ -65,7 +65,8 @@ def workspace(tmp_path_factory) -> Path:
                  ["features", "diversity", *C(d), *P(d), "--vectors", d / "embed/lda.parquet",
                   "--out", d / "div.parquet"],
                  BUNDLE(d), SAMPLES(d), TRAIN("ListMLE")(d), RANK(d),
-                 ["evaluate", *C(d), "--run", model / "run.txt", "--fold", 1, "--out", model / "metrics.parquet"]):
+                 ["evaluate", *C(d), "--run", model / "run.txt", "--fold", 1, "--out", model / "metrics.parquet"],
+                 GATHER(d), REPORT(d)):
         code, err = cli(*args)
         assert code == 0, (args[:2], err[-3000:])
     return d
@@ -111,6 +112,11 @@ def GATHER(d):
     (d / "g.yaml").write_text("run_models: [ListMLE]\nfolds: [1]\n")
     return ["gather", "--models", d / "models", "--params", ROOT / "params.yaml", "--params", d / "g.yaml",
             "--out", d / "metrics.parquet"]
+
+
+def REPORT(d):
+    return ["report", "--metrics", d / "metrics.parquet", "--params", ROOT / "params.yaml", "--params", d / "g.yaml",
+            "--out", d / "results", "--models-dir", d / "models", "--benchmarks-dir", d / "bench"]
 
 
 def SUBSET(queries=2, folds=2):
@@ -177,6 +183,13 @@ def first_vector(value):
         vectors[0] = value(vectors[0])
         frame["vector"] = vectors
     return change
+
+
+def fewer_features(values):
+    """A bundle of 5 relevance features (a model trained on 18 does not fit it)."""
+    for name in ("rel_feat", "sub_feat", "sub2_feat"):
+        values[name] = values[name][..., :5]
+    values["feature_names"] = values["feature_names"][:5]
 
 
 def replace_dir_by_file(rel):
@@ -296,6 +309,25 @@ CASES = [
     ("report: metrics of garbage", garbage("models/ListMLE/fold1/metrics.parquet"),
      lambda d: ["report", "--metrics", d / "models/ListMLE/fold1/metrics.parquet", "--params", ROOT / "params.yaml",
                 "--out", d / "results"], "metrics.parquet", "not a readable Parquet"),
+    ("report: timings.json malformed", text("models/ListMLE/fold1/timings.json", '{"train_seconds": 1,\n'), REPORT,
+     "timings.json:2", "malformed JSON"),
+    ("report: hparams.json not an object", text("models/ListMLE/fold1/hparams.json", "[]"), REPORT, "hparams.json",
+     "hparams.json must hold a JSON object"),
+    ("report: hparams.json of something else", text("models/ListMLE/fold1/hparams.json", '{"row": "x"}'), REPORT,
+     "hparams.json", "not an hparams.json of srdiv train"),
+    ("report: benchmark record of garbage",
+     lambda d: ((d / "bench/train").mkdir(parents=True), (d / "bench/train/ListMLE-fold1.tsv").write_text("x\ty\n1\n")),
+     REPORT, "ListMLE-fold1.tsv", "table lacks columns ['s', 'max_rss']"),
+    ("report: new metrics, but a learning curve cut short (read after the new tables are made)",
+     lambda d: (table("metrics.parquet", lambda f: f.assign(value=f["value"] / 2))(d),
+                cut_short("models/ListMLE/fold1/curve.parquet")(d)),
+     REPORT, "curve.parquet", "not a readable Parquet"),                # the old report stays whole
+    # a model or prior trained on another bundle
+    ("rank: a bundle with other feature sizes", arrays("bundle.npz", fewer_features), RANK, "--bundle",
+     "trained on a bundle with feats = 18, this bundle has 5"),
+    ("train: a prior trained on another bundle", arrays("bundle.npz", fewer_features),
+     TRAIN("MMR", "--prior", "models/ListMLE/fold1"), "--prior",
+     "was trained on a bundle with 18 relevance and 6 diversity features, this bundle has 5 and 6"),
     # outputs: never over an input, never inside an input directory, OS errors in one line
     ("bundle: --out is its relevance input", nothing, out_at(BUNDLE, "rel.parquet"), "rel.parquet",
      "the output is also an input"),

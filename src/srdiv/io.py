@@ -149,6 +149,38 @@ def read_text(path: str | os.PathLike) -> str:
             from None
 
 
+def read_json(path: str | os.PathLike, what: str = "JSON file", kind: type = dict):
+    """A JSON file's value (of type ``kind``); one :class:`InputError` naming the line when it is
+    missing, not UTF-8, malformed, or not a ``kind``."""
+    import json
+
+    path = Path(path)
+    if not path.is_file():
+        raise InputError(path, f"{what} not found")
+    try:
+        value = json.loads(read_text(path))
+    except json.JSONDecodeError as err:
+        raise InputError(path, f"malformed JSON: {err.msg}", err.lineno) from None
+    if not isinstance(value, kind):
+        raise InputError(path, f"{what} must hold a JSON {'object' if kind is dict else kind.__name__}")
+    return value
+
+
+def read_tsv(path: str | os.PathLike, columns: list[str], **options) -> pd.DataFrame:
+    """A CSV/TSV table with at least ``columns``; one :class:`InputError` when it cannot be parsed."""
+    path = Path(path)
+    if not path.is_file():
+        raise InputError(path, "file not found")
+    try:
+        frame = pd.read_csv(path, **options)
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError, ValueError) as err:
+        raise InputError(path, f"not a readable table ({str(err).splitlines()[0][:200]})") from None
+    missing = [c for c in columns if c not in frame.columns]
+    if missing:
+        raise InputError(path, f"table lacks columns {missing}", 1)
+    return frame
+
+
 def load_torch(path: str | os.PathLike, what: str, map_location="cpu"):
     """``torch.load(..., weights_only=True)`` of a file srdiv wrote; one :class:`InputError` when it is
     missing, cut short, not a torch archive, or holds anything but tensors and plain values."""

@@ -263,6 +263,7 @@ def rank_job(trained: Trained, bundle: Bundle, collection: Collection, fold: int
     settings = trained.spec.train
     device = resolve_device(settings.device)
     split = fold_split(collection.folds, fold, _folds_file(collection))
+    _check_dims(trained, bundle.dims, "--bundle")
     test = trained.scaler.transform(select_queries(bundle, split.test).truncate(settings.rank_docs))
     model = trained.build(device)
     start = time.perf_counter()
@@ -279,6 +280,10 @@ def _prior_model(spec: ModelSpec, prior: Trained | None, scaler: FeatureScaler,
     """The frozen prior model; it must have been trained on features standardised like ours."""
     if spec.prior is None or prior is None:
         return None  # build_model reports a missing prior
+    theirs, ours = ((len(s.rel_mean), len(s.div_mean)) for s in (prior.scaler, scaler))
+    if theirs != ours:
+        raise InputError("--prior", f"prior '{prior.spec.row}' was trained on a bundle with {theirs[0]} relevance and "
+                                    f"{theirs[1]} diversity features, this bundle has {ours[0]} and {ours[1]}")
     if prior.spec.row != spec.prior:
         raise InputError("--prior", f"model row {spec.row} wants prior '{spec.prior}', got a model of row "
                                     f"'{prior.spec.row}'")
@@ -287,6 +292,14 @@ def _prior_model(spec: ModelSpec, prior: Trained | None, scaler: FeatureScaler,
         raise InputError("--prior", f"prior '{spec.prior}' was trained with another feature scaler (fold or "
                                     "train_docs differ)")
     return prior.build(device)
+
+
+def _check_dims(trained: Trained, dims: BundleDims, where: str) -> None:
+    """The model was trained on a bundle with the vector and feature sizes of this one."""
+    for name in ("emb", "feats", "div_feats"):
+        if getattr(trained.dims, name) != getattr(dims, name):
+            raise InputError(where, f"the model of row {trained.spec.row} was trained on a bundle with {name} = "
+                                    f"{getattr(trained.dims, name)}, this bundle has {getattr(dims, name)}")
 
 
 def _folds_file(collection: Collection) -> str:
