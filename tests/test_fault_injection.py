@@ -19,7 +19,7 @@ import pytest
 import yaml
 
 from srdiv.cli import main
-from conftest import ROOT
+from conftest import FIXTURES, ROOT
 from tiny_text_collection import SMALL_EMBED, write_tiny
 
 OVERLAY = {"train": {"epochs": 2, "train_docs": 6, "rank_docs": 6}, "models": {"ListMLE": {"tune": {"optim.lr": None}}}}
@@ -119,6 +119,12 @@ def REPORT(d):
             "--out", d / "results", "--models-dir", d / "models", "--benchmarks-dir", d / "bench"]
 
 
+def IMPORT(d):
+    return ["import-dssa", "--collection", d / "release/collection", "--release", d / "release",
+            "--embed-out", d / "imported/embed.parquet", "--pseudo-docs-out", d / "imported/pseudo.parquet",
+            "--relevance-out", d / "imported/relevance.parquet"]
+
+
 def SUBSET(queries=2, folds=2):
     return lambda d: ["collection", "subset", "--source", d / "coll", "--out", d / "sub", "--queries", queries,
                       "--folds", folds]
@@ -190,6 +196,23 @@ def fewer_features(values):
     for name in ("rel_feat", "sub_feat", "sub2_feat"):
         values[name] = values[name][..., :5]
     values["feature_names"] = values["feature_names"][:5]
+
+
+def release(change):
+    """A copy of the DSSA-release sample with ``change(directory)`` applied."""
+    def spoil(d):
+        shutil.copytree(FIXTURES / "dssa-sample", d / "release")
+        change(d / "release")
+    return spoil
+
+
+def line_changed(name, number, new):
+    """Replace line ``number`` (1-based) of a text file with the bytes ``new``."""
+    def change(folder):
+        lines = (folder / name).read_bytes().split(b"\n")
+        lines[number - 1] = new
+        (folder / name).write_bytes(b"\n".join(lines))
+    return change
 
 
 def replace_dir_by_file(rel):
@@ -290,6 +313,17 @@ CASES = [
     ("subset: no queries", nothing, SUBSET(queries=0), "coll", "--queries 0: choose 1 to 2"),
     ("subset: more queries than the collection", nothing, SUBSET(queries=1000), "coll", "--queries 1000: choose 1 to 2"),
     ("subset: one fold", nothing, SUBSET(folds=1), "coll", "--folds 1: choose 2 to 2"),
+    ("import-dssa: document vectors not UTF-8", release(line_changed("doc.emb", 3, b"doc\xff\t0.5")), IMPORT,
+     "doc.emb:3", "not UTF-8 text"),
+    ("import-dssa: a vector value beyond float32", release(line_changed("query.emb", 2, b"some query\t1e300")), IMPORT,
+     "query.emb:2", ""),
+    ("import-dssa: relevance features of garbage", release(lambda f: (f / "rel_feat.csv").write_bytes(b"\xff\x00" * 9)),
+     IMPORT, "rel_feat.csv", ""),
+    ("import-dssa: candidates not JSON", release(lambda f: (f / "candidates.json").write_text("{'1': [}")),
+     lambda d: IMPORT(d) + ["--candidates", d / "release/candidates.json"], "candidates.json:1", "malformed JSON"),
+    ("import-dssa: --embed-out inside the release", release(lambda f: None),
+     lambda d: [a if a != d / "imported/embed.parquet" else d / "release/doc.parquet" for a in IMPORT(d)],
+     "doc.parquet", "lies inside the input directory"),
     # folds, runs and metrics
     ("train: a fold the collection lacks", nothing, lambda d: TRAIN("ListMLE")(d) + ["--fold", 9],
      "folds.parquet", "fold 9 is not in the folds table"),

@@ -35,7 +35,7 @@ import pandas as pd
 
 from srdiv.collection.schema import Collection
 from srdiv.features.relevance import FEATURE_NAMES, candidates
-from srdiv.io import InputError, read_json, read_tsv
+from srdiv.io import InputError, read_json, read_text, read_tsv
 from srdiv.text.pseudo_docs import query_strings
 
 RELEASE_FILES = ("doc.emb", "query.emb", "rel_feat.csv")
@@ -52,22 +52,21 @@ def read_emb(path: str | os.PathLike) -> tuple[list[str], np.ndarray]:
     if not path.exists():
         raise InputError(path, "file not found")
     keys, rows = [], []
-    with open(path, encoding="utf-8") as fh:
-        for number, line in enumerate(fh, start=1):
-            line = line.rstrip("\n")
-            if not line:
-                continue
-            key, *values = line.split("\t")
-            try:
-                vector = np.array(values, dtype=np.float64)
-            except ValueError:
-                raise InputError(path, "a vector value is not a number", number) from None
-            if rows and len(vector) != len(rows[0]):
-                raise InputError(path, f"expected {len(rows[0])} values, found {len(vector)}", number)
-            if not len(vector) or not np.isfinite(vector).all():
-                raise InputError(path, "empty or non-finite vector", number)
-            keys.append(key)
-            rows.append(vector)
+    for number, line in enumerate(read_text(path).split("\n"), start=1):
+        line = line.rstrip("\r")
+        if not line:
+            continue
+        key, *values = line.split("\t")
+        try:
+            vector = np.array(values, dtype=np.float64)
+        except ValueError:
+            raise InputError(path, "a vector value is not a number", number) from None
+        if rows and len(vector) != len(rows[0]):
+            raise InputError(path, f"expected {len(rows[0])} values, found {len(vector)}", number)
+        if not len(vector) or not (np.abs(vector) <= np.finfo(np.float32).max).all():
+            raise InputError(path, "empty vector or a value that is not a finite float32", number)
+        keys.append(key)
+        rows.append(vector)
     if not rows:
         raise InputError(path, "no vectors")
     if len(set(keys)) != len(keys):
