@@ -198,6 +198,14 @@ def fewer_features(values):
     values["feature_names"] = values["feature_names"][:5]
 
 
+def other_samples(d):
+    """Samples of trial 2's training queries, beside trial 1's."""
+    args = SAMPLES(d)
+    args[args.index("--fold") + 1] = 2
+    args[args.index("--out") + 1] = d / "samples/fold2"
+    assert cli(*args)[0] == 0
+
+
 def release(change):
     """A copy of the DSSA-release sample with ``change(directory)`` applied."""
     def spoil(d):
@@ -259,6 +267,9 @@ CASES = [
      "samples.npz", "not a readable samples file"),
     ("train: samples missing", lambda d: shutil.rmtree(d / "samples"), TRAIN("PAMM", "--samples", "samples/fold1"),
      "samples", "samples file not found"),
+    ("train: samples of another fold's queries",
+     lambda d: other_samples(d),
+     TRAIN("PAMM", "--samples", "samples/fold2"), "--samples", "samples do not match the training bundle"),
     ("train: samples needed but not given", nothing, TRAIN("PAMM"), "--samples", "objective pamm needs the fold's"),
     # vector tables: read by bundle and features diversity
     ("bundle: vectors cut short", cut_short("embed/lda.parquet"), BUNDLE, "lda.parquet", "not a readable Parquet"),

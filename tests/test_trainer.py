@@ -227,6 +227,14 @@ def test_a_checkpoint_for_other_settings_is_not_resumed(tmp_path):
     assert result.curve["epoch"].tolist() == [1, 2, 3]
 
 
+def test_an_unreadable_checkpoint_is_ignored(tmp_path, capsys):
+    _, clean = _train(tmp_path, epochs=3, name="clean.pt")
+    (tmp_path / "x.pt").write_bytes(b"PK\x03\x04 cut short")
+    _, result = _train(tmp_path, epochs=3, name="x.pt")
+    assert result.curve[["epoch", "loss", "valid"]].equals(clean.curve[["epoch", "loss", "valid"]])
+    assert "ignoring not a readable checkpoint" in capsys.readouterr().err
+
+
 def test_early_stopping_keeps_the_best_state(tmp_path):
     model, result = _train(tmp_path, epochs=30, patience=2)
     curve = result.curve
