@@ -11,13 +11,13 @@ GPUS   ?= $(if $(filter-out 0,$(NGPU)),$(NGPU),$(CORES))
 SMK     = $(BIN)/snakemake --cores $(CORES) --resources gpu=$(GPUS)
 export PATH := $(abspath $(BIN)):$(PATH)
 
-.PHONY: install run run-ablations run-ablations-dssa run-sweeps run-desa-ablations run-all smoke test dvc-yaml trec dvc-repro dvc-smoke
+.PHONY: install run run-debian run-ablations run-ablations-dssa run-sweeps run-desa-ablations run-all smoke test dvc-yaml trec dvc-repro dvc-smoke
 
 $(STAMP): pyproject.toml
 	@command -v $(PYTHON) >/dev/null || { echo "need $(PYTHON)"; exit 1; }
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e ".[pipeline,test]"
+	$(BIN)/python -m pip install --quiet -e ".[pipeline,test,pyterrier]"
 	touch $(STAMP)
 
 install: $(STAMP)
@@ -25,6 +25,10 @@ install: $(STAMP)
 ## the main job on the default collection (wordnet-div): the main table's rows, each at its full budget
 run: $(STAMP)
 	$(SMK) --configfile params.yaml config/main.yaml
+
+## the main table's rows on the second open collection, debian-facets (results/debian-facets)
+run-debian: $(STAMP)
+	$(SMK) --configfile params.yaml config/main.yaml config/debian-facets.yaml
 
 ## HDSSA (Table 10), NTN, MDP-DIV and DALETOR ablation rows at full budget (results/wordnet-div-ablations)
 run-ablations: $(STAMP)
@@ -71,3 +75,5 @@ dvc-yaml: $(STAMP)
 	$(BIN)/srdiv dvc-yaml --config params.yaml --config config/main.yaml --study config/ablations-dssa.yaml \
 	  --study config/ablations.yaml --study config/sweeps.yaml --study config/desa-ablations.yaml --out dvc.yaml
 	$(BIN)/srdiv dvc-yaml --config params.yaml --config config/smoke.yaml --wdir ../.. --out pipelines/smoke/dvc.yaml
+	$(BIN)/srdiv dvc-yaml --config params.yaml --config config/main.yaml --config config/debian-facets.yaml --wdir ../.. \
+	  --out pipelines/debian-facets/dvc.yaml

@@ -6,6 +6,7 @@ mini-batch, and, for the rows named with ``--flops``, the achieved FLOP rate of 
 step as a share of the rate this machine reaches on plain matrix products of the same shapes.
 
     python scripts/bench_training.py --baseline ../srdiv-before/src [--rows DSSA DESA ...] [--fold 1]
+    python scripts/bench_training.py --rows DSSA DESA --threads 1 2     # torch threads compared instead
 
 Every implementation runs in a subprocess of its own (``PYTHONPATH`` = its ``src``) on the
 same bundle, one torch thread, one after the other in the same run. Samples are made by
@@ -51,7 +52,7 @@ def worker(args: argparse.Namespace) -> dict:
         from srdiv.train.commands import configure_torch
     except ImportError:
         configure_torch = torch.set_num_threads
-    configure_torch(1)
+    configure_torch(args.torch_threads)
     params = load_params([Path(p) for p in args.params])
     dataset = params["datasets"][params["dataset"]]
     spec = model_spec(params, args.row)
@@ -94,6 +95,7 @@ def worker(args: argparse.Namespace) -> dict:
     if args.denormals:
         return _denormal_effect(args, objective, prepared, data.train, spec.train.batch_size, rng, step, size)
     result = {"row": args.row, "draw": args.draw, "unit": "contexts" if list_pairwise else "queries",
+              "threads": torch.get_num_threads(),
               "srdiv": str(Path(sys.modules["srdiv"].__file__).parent)}
     if list_pairwise:
         batches = objective.batches(prepared, len(data.train), spec.train.batch_size, rng)
@@ -212,6 +214,9 @@ def main() -> None:
     parser.add_argument("--draw", default="default", help=argparse.SUPPRESS)
     parser.add_argument("--measure-flops", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--denormal-run", type=int, default=0, help=argparse.SUPPRESS)
+    parser.add_argument("--threads", nargs="*", type=int, default=[], help="torch thread counts to compare "
+                        "(current implementation, prefixes draw, the rows of --rows), e.g. 1 2")
+    parser.add_argument("--torch-threads", type=int, default=1, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
         args.denormals = args.denormal_run
@@ -223,6 +228,10 @@ def main() -> None:
     models = load_params([Path(p) for p in args.params])["models"]
     runs = [("before", args.baseline, "default")] if args.baseline else []
     runs += [("now", here, "per_length"), ("now", here, "prefixes")]
+    if args.threads:
+        print(thread_table([_run_worker(args, here, row, "prefixes", [], threads=n)
+                            for row in args.rows for n in args.threads], args.threads))
+        return
     lines = []
     for row in args.rows:
         for label, src, draw in runs:
@@ -238,17 +247,29 @@ def main() -> None:
         print(f"| {row} | {e['epochs']} | {e['kept']:.0f} | {e['flushed']:.0f} | {e['flushed'] / e['kept']:.1f}x |")
 
 
-def _run_worker(args: argparse.Namespace, src: str, row: str, draw: str, extra: list[str]) -> dict:
-    """One worker subprocess with ``src`` first on the path; its JSON result (echoed to stderr)."""
+def _run_worker(args: argparse.Namespace, src: str, row: str, draw: str, extra: list[str], threads: int = 1) -> dict:
+    """One worker subprocess with ``src`` first on the path and ``threads`` torch threads; its JSON result
+    (echoed to stderr)."""
     cmd = [sys.executable, __file__, "--worker", "--row", row, "--draw", draw, "--fold", str(args.fold),
-           "--batches", str(args.batches), "--epochs", str(args.epochs), "--params", *args.params, *extra]
-    env = {**os.environ, "PYTHONPATH": src, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+           "--batches", str(args.batches), "--epochs", str(args.epochs), "--params", *args.params,
+           "--torch-threads", str(threads), *extra]
+    env = {**os.environ, "PYTHONPATH": src, "OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads)}
     out = subprocess.run(cmd, env=env, capture_output=True, text=True)
     if out.returncode:
         sys.exit(f"{row} ({src}, {draw}): {out.stderr.strip().splitlines()[-1]}")
     result = json.loads(out.stdout.strip().splitlines()[-1])
     print(json.dumps(result), file=sys.stderr, flush=True)
     return result
+
+
+def thread_table(results: list[dict], threads: list[int]) -> str:
+    """A Markdown table of the same rows at several torch thread counts, with the ratio to the first count."""
+    out = ["| row | torch threads | s / epoch | per second | speed against " + f"{threads[0]} |", "|---|---|---|---|---|"]
+    base = {r["row"]: r for r in results if r["threads"] == threads[0]}
+    for r in results:
+        out.append(f"| {r['row']} | {r['threads']} | {r['epoch_seconds']:.2f} | {r['per_second']:.0f} {r['unit']} | "
+                   f"{base[r['row']]['epoch_seconds'] / r['epoch_seconds']:.2f}x |")
+    return "\n".join(out)
 
 
 def table(results: list[dict]) -> str:

@@ -100,7 +100,7 @@ def test_two_folds_validate_on_the_training_fold():
     folds = pd.DataFrame({"qid": ["a", "b", "c"], "fold": [1, 2, 1]})
     split = fold_split(folds, 2)
     assert split.test == ["b"] and split.train == ["a", "c"] and split.valid == ["a", "c"]
-    with pytest.raises(ValueError):
+    with pytest.raises(InputError, match="fold 3 is not in the folds table"):
         fold_split(folds, 3)
 
 
@@ -208,7 +208,7 @@ def test_trained_model_and_prior_round_trip(tmp_path):
     _job(tmp_path, "ListMLE", bundle, coll)
     listmle = Trained.load(tmp_path / "ListMLE" / "fold1")
     assert listmle.spec.row == "ListMLE" and len(pd.read_parquet(tmp_path / "ListMLE/fold1/curve.parquet")) == 4
-    with pytest.raises(ValueError, match="prior"):
+    with pytest.raises(InputError, match="prior"):
         _job(tmp_path, "Prior", bundle, coll)
     hparams = _job(tmp_path, "Prior", bundle, coll, prior=listmle)
     assert [g["point"] for g in hparams["grid"]] == [{"sign": 1.0}, {"sign": -1.0}]
@@ -222,7 +222,7 @@ def test_trained_model_and_prior_round_trip(tmp_path):
     assert not any(p.requires_grad for p in model.parameters())
     assert torch.equal(model.prior.linear.weight, listmle.build().linear.weight)
     _job(tmp_path, "ListMLE", bundle, coll, fold=2)
-    with pytest.raises(ValueError, match="scaler"):  # a prior trained on another fold
+    with pytest.raises(InputError, match="scaler"):  # a prior trained on another fold
         _job(tmp_path, "Prior", bundle, coll, fold=1, prior=Trained.load(tmp_path / "ListMLE" / "fold2"))
 
 
@@ -289,7 +289,7 @@ def test_gather_labels_rows_as_the_report_reads_them(tmp_path):
     assert list(table.columns) == ["model", "variant", "fold", "qid", "measure", "value"]
     assert set(table["model"]) == {"Initial", "ListMLE"} and set(table["variant"]) == {""}
     assert sorted(table["fold"].unique()) == [1, 2]
-    with pytest.raises(ValueError):
+    with pytest.raises(InputError, match="both report as model/variant"):
         gather_metrics(tmp_path, {"models": {"ListMLE": {}, "X": {"variant_of": "ListMLE"}}})
     # run_models and folds choose what is read; a requested fold that is missing is an error
     only = gather_metrics(tmp_path, {"models": {"Initial": {}, "ListMLE": {}}, "run_models": ["ListMLE"],

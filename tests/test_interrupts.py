@@ -19,7 +19,7 @@ SRDIV = Path(sys.executable).parent / "srdiv"
 @pytest.fixture()
 def evaluate_argv(tmp_path, monkeypatch):
     out = tmp_path / "metrics.parquet"
-    monkeypatch.setattr(sys, "argv", ["srdiv", "evaluate", "--collection", str(tmp_path), "--run", str(tmp_path / "r"),
+    monkeypatch.setattr(sys, "argv", ["srdiv", "evaluate", "--collection", str(tmp_path / "coll"), "--run", str(tmp_path / "r"),
                                       "--out", str(out)])
     previous = signal.getsignal(signal.SIGTERM)
     yield out

@@ -19,6 +19,7 @@ LAYERS = [
     {"objectives"},
     {"train"},
     {"report"},
+    {"pyterrier"},      # PyTerrier transformers over the models, trained rows and metrics (optional extra)
 ]
 CLI = len(LAYERS)   # cli.py, options.py, workflow.py and every commands.py may import any layer
 

@@ -16,6 +16,8 @@ STUDIES = [Path(f"config/{name}.yaml") for name in ("ablations-dssa", "ablations
 DVC_SETTINGS = [   # as `make dvc-yaml` writes them: (settings, studies, dvc.yaml, wdir)
     ([Path("params.yaml"), Path("config/main.yaml")], STUDIES, Path("dvc.yaml"), None),
     (SMOKE, [], Path("pipelines/smoke/dvc.yaml"), "../.."),
+    ([Path("params.yaml"), Path("config/main.yaml"), Path("config/debian-facets.yaml")], [],
+     Path("pipelines/debian-facets/dvc.yaml"), "../.."),
 ]
 COMPARED_TABLES = ("main", "cutoffs")
 

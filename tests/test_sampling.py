@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from srdiv.features.bundle import random_bundle
+from srdiv.io import InputError
 from srdiv.metrics import alpha_dcg, alpha_ndcg_candidates
 from srdiv.sampling.list_pairwise_samples import list_pairwise_samples
 from srdiv.sampling.pamm_samples import pamm_rankings, random_orders
@@ -215,9 +216,9 @@ def test_samples_round_trip_and_query_rows(tmp_path):
     assert np.array_equal(loaded.list_pairwise.pairs, samples.list_pairwise.pairs)
     assert np.array_equal(loaded.pamm["pamm_neg"], samples.pamm["pamm_neg"])
     assert loaded.query_rows(bundle.select([2, 0, 1])).tolist() == [1, 2, 0]
-    with pytest.raises(ValueError):
+    with pytest.raises(InputError, match="do not match the training bundle"):
         loaded.query_rows(bundle.truncate(4))
-    with pytest.raises(ValueError):
+    with pytest.raises(InputError, match="do not match the training bundle"):
         loaded.query_rows(bundle.select([0, 1]))
 
 

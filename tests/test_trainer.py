@@ -9,6 +9,7 @@ from torch import nn
 
 from srdiv.experiment import TrainSettings
 from srdiv.features.bundle import random_bundle
+from srdiv.io import InputError
 from srdiv.models.base import DiversityModel
 from srdiv.models.listmle import ListMLE
 from srdiv.objectives.list_pairwise import ListPairwise
@@ -129,7 +130,7 @@ def test_list_pairwise_context_fraction_visits_a_fresh_share_of_contexts_each_ep
 
 
 def test_list_pairwise_without_samples_is_an_error():
-    with pytest.raises(ValueError, match="samples"):
+    with pytest.raises(InputError, match="samples"):
         ListPairwise().prepare(random_bundle(), np.random.default_rng(0))
 
 
@@ -224,6 +225,14 @@ def test_a_checkpoint_for_other_settings_is_not_resumed(tmp_path):
     _train(tmp_path, epochs=2, name="x.pt", fingerprint="old")
     _, result = _train(tmp_path, epochs=3, name="x.pt", fingerprint="new")
     assert result.curve["epoch"].tolist() == [1, 2, 3]
+
+
+def test_an_unreadable_checkpoint_is_ignored(tmp_path, capsys):
+    _, clean = _train(tmp_path, epochs=3, name="clean.pt")
+    (tmp_path / "x.pt").write_bytes(b"PK\x03\x04 cut short")
+    _, result = _train(tmp_path, epochs=3, name="x.pt")
+    assert result.curve[["epoch", "loss", "valid"]].equals(clean.curve[["epoch", "loss", "valid"]])
+    assert "ignoring not a readable checkpoint" in capsys.readouterr().err
 
 
 def test_early_stopping_keeps_the_best_state(tmp_path):

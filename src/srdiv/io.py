@@ -95,20 +95,24 @@ def atomic_dir(path: str | os.PathLike, marker: str) -> Iterator[Path]:
 def check_output(out: str | os.PathLike, inputs: list[str | os.PathLike], whole_dir: bool = False) -> None:
     """Refuse an output that would overwrite or replace a command's own input.
 
-    Refused: ``out`` is an input file; and for a command that replaces ``out`` as a whole
-    directory (``whole_dir``), ``out`` is, contains or lies inside an input. (A command may
-    write new files into a directory that holds its inputs, as ``srdiv rank`` writes ``run.txt``
-    beside the ``model.pt`` it reads.)
+    Refused: ``out`` is an input file; ``out`` lies inside an input directory (it could be, or
+    replace, a file the command reads there: ``--out COLLECTION/qrels.parquet``); and for a command
+    that replaces ``out`` as a whole directory (``whole_dir``), ``out`` is or contains an input. (A
+    command may write new files into a directory given as an input, as ``srdiv rank --out DIR``
+    writes ``run.txt`` beside the ``model.pt`` it reads.) An input that does not exist is left to
+    the command, which reports it missing.
     """
     target = Path(out).resolve()
     for given in inputs:
         source = Path(given).resolve()
+        if not source.exists():
+            continue
         if target == source and (whole_dir or not source.is_dir()):
             raise InputError(out, "the output is also an input of this command; choose another output path")
         if whole_dir and source != target and target in source.parents:
             raise InputError(out, f"the output contains the input {given}; choose another output path")
-        if whole_dir and source.is_dir() and source in target.parents:
-            raise InputError(out, f"the output directory lies inside the input {given}; choose another path")
+        if source.is_dir() and source in target.parents:
+            raise InputError(out, f"the output lies inside the input directory {given}; choose another path")
 
 
 def save_torch(obj, path: str | os.PathLike) -> None:
@@ -133,6 +137,97 @@ def write_text(text: str, path: str | os.PathLike) -> None:
     """Write a text file atomically."""
     with atomic_path(path) as tmp:
         tmp.write_text(text)
+
+
+def read_text(path: str | os.PathLike) -> str:
+    """A UTF-8 text file's content; one :class:`InputError` naming the line of a byte that is not UTF-8."""
+    data = Path(path).read_bytes()
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise InputError(path, f"not UTF-8 text (byte {data[err.start]:#04x})", data.count(b"\n", 0, err.start) + 1) \
+            from None
+
+
+def read_json(path: str | os.PathLike, what: str = "JSON file", kind: type = dict):
+    """A JSON file's value (of type ``kind``); one :class:`InputError` naming the line when it is
+    missing, not UTF-8, malformed, or not a ``kind``."""
+    import json
+
+    path = Path(path)
+    if not path.is_file():
+        raise InputError(path, f"{what} not found")
+    try:
+        value = json.loads(read_text(path))
+    except json.JSONDecodeError as err:
+        raise InputError(path, f"malformed JSON: {err.msg}", err.lineno) from None
+    if not isinstance(value, kind):
+        raise InputError(path, f"{what} must hold a JSON {'object' if kind is dict else kind.__name__}")
+    return value
+
+
+def read_tsv(path: str | os.PathLike, columns: list[str], **options) -> pd.DataFrame:
+    """A CSV/TSV table with at least ``columns``; one :class:`InputError` when it cannot be parsed."""
+    path = Path(path)
+    if not path.is_file():
+        raise InputError(path, "file not found")
+    try:
+        frame = pd.read_csv(path, **options)
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError, ValueError) as err:
+        raise InputError(path, f"not a readable table ({str(err).splitlines()[0][:200]})") from None
+    missing = [c for c in columns if c not in frame.columns]
+    if missing:
+        raise InputError(path, f"table lacks columns {missing}", 1)
+    return frame
+
+
+def load_torch(path: str | os.PathLike, what: str, map_location="cpu"):
+    """``torch.load(..., weights_only=True)`` of a file srdiv wrote; one :class:`InputError` when it is
+    missing, cut short, not a torch archive, or holds anything but tensors and plain values."""
+    import pickle
+
+    import torch
+
+    path = Path(path)
+    if not path.is_file():
+        raise InputError(path, f"{what} not found")
+    try:
+        return torch.load(path, map_location=map_location, weights_only=True)
+    except (RuntimeError, pickle.UnpicklingError, EOFError, OSError, ValueError, AttributeError) as err:
+        reason = str(err).splitlines()[0] if str(err).strip() else type(err).__name__
+        raise InputError(path, f"not a readable {what} ({reason[:200]})") from None
+
+
+def load_npz(path: str | os.PathLike, what: str, keys) -> dict[str, np.ndarray]:
+    """The arrays ``keys`` of an ``.npz`` file, without pickles; one :class:`InputError` when the file
+    is missing, cut short, not an ``.npz`` archive, holds objects, or lacks one of ``keys``."""
+    import zipfile
+
+    path = Path(path)
+    if not path.is_file():
+        raise InputError(path, f"{what} not found")
+    try:
+        z = np.load(path, allow_pickle=False)
+        if not isinstance(z, np.lib.npyio.NpzFile):
+            raise InputError(path, f"not a {what} (an .npz archive)")
+        with z:
+            missing = [k for k in keys if k not in z.files]
+            if missing:
+                raise InputError(path, f"{what} lacks arrays {missing}")
+            return {k: z[k] for k in keys}
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile) as err:
+        reason = str(err).splitlines()[0] if str(err).strip() else type(err).__name__
+        raise InputError(path, f"not a readable {what} ({reason[:200]})") from None
+
+
+def check_finite(path: str | os.PathLike, name: str, values: np.ndarray) -> None:
+    """A numeric array read from a file holds only finite values; else one :class:`InputError`
+    naming the array and the first row (first axis) with a value that is not."""
+    if values.dtype.kind not in "fiub":
+        raise InputError(path, f"array '{name}' is not numeric (dtype {values.dtype})")
+    if values.dtype.kind == "f" and values.size and not np.isfinite(values).all():
+        rows = np.isfinite(values.reshape(values.shape[0], -1)).all(axis=1) if values.ndim else np.array([False])
+        raise InputError(path, f"array '{name}' has a value that is not finite (row {int(np.argmin(rows)) + 1})")
 
 
 def read_parquet(path: str | os.PathLike, columns: list[str] | None = None) -> pd.DataFrame:

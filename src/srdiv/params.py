@@ -21,7 +21,7 @@ from typing import Any, Sequence
 
 import yaml
 
-from srdiv.io import InputError
+from srdiv.io import InputError, read_text
 
 
 def merge(base: dict, overlay: dict) -> dict:
@@ -61,9 +61,10 @@ def lineage(params: dict, row: str) -> list[str]:
 def model_rows(params: dict) -> dict[str, dict]:
     """The ``models`` rows in file order, resolved.
 
-    An overlay removes a row by setting it to null. A row with ``extends: BASE`` is BASE's
-    resolved entry merged with the row's own keys (dicts key by key, as overlays merge; a key
-    set to null is removed), so an ablation row states only what it changes.
+    An overlay removes a row by setting it to null, and a key of a row by setting the key to null
+    (``tune: {optim.lr: null}``). A row with ``extends: BASE`` is BASE's resolved entry merged with
+    the row's own keys (dicts key by key, as overlays merge; a key set to null is removed), so an
+    ablation row states only what it changes.
     """
     raw = {row: entry for row, entry in (params.get("models") or {}).items() if entry is not None}
     for row, entry in raw.items():
@@ -72,7 +73,7 @@ def model_rows(params: dict) -> dict[str, dict]:
     resolved = {}
     for row in raw:
         base, *changes = reversed(lineage(params, row))
-        out = copy.deepcopy(raw[base])
+        out = _merge_dropping_nulls({}, raw[base])      # an overlay's null removes a key of a base row too
         for name in changes:
             out = _merge_dropping_nulls(out, {k: v for k, v in raw[name].items() if k != "extends"})
         resolved[row] = out
@@ -85,8 +86,8 @@ def _merge_dropping_nulls(base: dict, overlay: dict) -> dict:
     for key, value in overlay.items():
         if value is None:
             out.pop(key, None)
-        elif isinstance(value, dict) and isinstance(out.get(key), dict):
-            out[key] = _merge_dropping_nulls(out[key], value)
+        elif isinstance(value, dict):
+            out[key] = _merge_dropping_nulls(out[key] if isinstance(out.get(key), dict) else {}, value)
         else:
             out[key] = copy.deepcopy(value)
     return out
@@ -179,7 +180,7 @@ _ROW = _record(
 _ROW = Check(**{**_ROW.__dict__, "nullable": True})
 _TABLE_SPEC = _record(title=_NAME, reference=_NAME, runs=_list(_NAME), note=_NAME)
 SCHEMA = _record(
-    seed=_int(0), dataset=_NAME, study=_NAME, params_files=_list(_NAME), folds=_list(_int(1)),
+    seed=_int(0, 2**32 - 1), dataset=_NAME, study=_NAME, params_files=_list(_NAME), folds=_list(_int(1)),
     run_models=Check("any", alternatives=(_str("all"), _list(_NAME))),
     datasets=_table(Check(**{**_record(
         collection=_NAME, representation=_REPRESENTATION, features=_str("text", "dssa-release"),
@@ -270,10 +271,12 @@ def load_params(paths: Sequence[str | os.PathLike] | str | os.PathLike) -> dict[
         if not path.exists():
             raise InputError(path, "params file not found")
         try:
-            loaded = yaml.safe_load(path.read_text()) or {}
+            loaded = yaml.safe_load(read_text(path)) or {}
         except yaml.YAMLError as err:
-            line = getattr(getattr(err, "problem_mark", None), "line", None)
-            raise InputError(path, f"invalid YAML: {err}", None if line is None else line + 1) from None
+            mark = getattr(err, "problem_mark", None)
+            line = getattr(mark, "line", None)
+            what = " ".join(str(getattr(err, "problem", None) or err).split())   # one line, not YAML's excerpt
+            raise InputError(path, f"invalid YAML: {what}", None if line is None else line + 1) from None
         if not isinstance(loaded, dict):
             raise InputError(path, "params file must hold a mapping")
         validate(loaded, path)

@@ -65,5 +65,26 @@ def wordnet_div(
     typer.echo(f"{len(coll.topics)} queries, {len(coll.subtopics)} subtopics, {len(coll.docs)} documents -> {out}")
 
 
+@collection_app.command("debian-facets")
+def debian_facets(
+    indexes: Path = typer.Option(..., help="Directory of Debian's InRelease, Packages and Translation-en (plain or "
+                                           ".xz/.gz/.bz2) and the Debtags vocabulary (scripts/fetch_debian_indexes.sh)."),
+    out: Path = typer.Option(..., help="Output collection directory (tables + README.md data card)."),
+    params: Optional[list[Path]] = OPTIONAL_PARAMS,
+) -> None:
+    """An open faceted collection of Debian package descriptions with Debtags subtopics (see its data card)."""
+    from srdiv.collection.debian import DebianFacetsConfig, build_debian_facets, read_indexes
+    from srdiv.collection.debian_card import data_card, measure_choices
+    from srdiv.collection.schema import write_collection
+    from srdiv.params import load_params
+
+    cfg = DebianFacetsConfig.from_params(load_params(params) if params else {})
+    ix = read_indexes(indexes, cfg.architecture)
+    build = build_debian_facets(ix, cfg)
+    coll = build.collection
+    write_collection(coll, out, extra={"README.md": data_card(build, cfg, measure_choices(ix, build, cfg))})
+    typer.echo(f"{len(coll.topics)} queries, {len(coll.subtopics)} subtopics, {len(coll.docs)} documents -> {out}")
+
+
 def register(app: typer.Typer) -> None:
     app.add_typer(collection_app, name="collection")

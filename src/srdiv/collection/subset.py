@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from srdiv.collection.schema import Collection
+from srdiv.io import InputError
 
 
 def subset_collection(coll: Collection, queries: int, folds: int, seed: int, extra_docs: int = 0) -> Collection:
@@ -14,9 +15,16 @@ def subset_collection(coll: Collection, queries: int, folds: int, seed: int, ext
     ``extra_docs`` others drawn with the same seed (background text for the
     embeddings and BM25 statistics).
     """
-    rng = np.random.default_rng(seed)
     judged = sorted(set(coll.qrels["qid"]) & set(coll.topics["qid"]))
-    keep = sorted(rng.choice(judged, size=min(queries, len(judged)), replace=False), key=judged.index)
+    where = coll.path or "collection"
+    if not 1 <= queries <= len(judged):
+        raise InputError(where, f"--queries {queries}: choose 1 to {len(judged)} (the collection's judged topics)")
+    if not 2 <= folds <= queries:
+        raise InputError(where, f"--folds {folds}: choose 2 to {queries} (the number of queries kept)")
+    if extra_docs < 0 or seed < 0:
+        raise InputError(where, f"--extra-docs and --seed must be >= 0 (got {extra_docs}, {seed})")
+    rng = np.random.default_rng(seed)
+    keep = sorted(rng.choice(judged, size=queries, replace=False), key=judged.index)
     order = rng.permutation(len(keep))
     fold_of = {keep[i]: int(rank % folds) + 1 for rank, i in enumerate(order)}
 

@@ -27,7 +27,6 @@ formats) into the common schema (:mod:`srdiv.collection.schema`), without
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import xml.etree.ElementTree as ET
@@ -37,7 +36,7 @@ import numpy as np
 import pandas as pd
 
 from srdiv.collection.schema import Collection
-from srdiv.io import InputError
+from srdiv.io import InputError, read_json
 from srdiv.metrics.runs import check_run, order_run, parse_numbers, read_fields, read_trec_run
 
 DEFAULT_SOURCE = Path("data/external/trec-web-2009-2012")
@@ -128,12 +127,7 @@ def read_folds(path: str | os.PathLike, judged: list[str], qids: set[str]) -> tu
     per assigned topic.
     """
     path = Path(path)
-    if not path.exists():
-        raise InputError(path, "file not found")
-    try:
-        split = json.loads(path.read_text())
-    except json.JSONDecodeError as err:
-        raise InputError(path, f"malformed JSON: {err.msg}", err.lineno) from None
+    split = read_json(path, "file", object)
     if not isinstance(split, dict) or not all(re.fullmatch(r"fold[1-5]", k) for k in split):
         raise InputError(path, "expected an object with keys fold1..fold5")
     folds = {str(q): int(k[4:]) for k, members in split.items() for q in members}

@@ -28,7 +28,6 @@ sense in WordNet's hierarchy. Construction, in order (parameters in
 
 from __future__ import annotations
 
-import dataclasses
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,6 +36,7 @@ import numpy as np
 import pandas as pd
 import scipy.sparse as sp
 
+from srdiv.collection import settings
 from srdiv.collection.schema import Collection
 from srdiv.collection.wordnet_files import LEXNAMES, WordNet, read_wordnet
 from srdiv.index.analysis import tokenize
@@ -74,13 +74,7 @@ class WordnetDivConfig:
     @classmethod
     def from_params(cls, params: dict) -> "WordnetDivConfig":
         """Defaults overridden by ``params["collections"]["wordnet-div"]`` (unknown keys are an error)."""
-        overrides = dict((params.get("collections") or {}).get("wordnet-div") or {})
-        unknown = sorted(set(overrides) - {f.name for f in dataclasses.fields(cls)})
-        if unknown:
-            raise InputError("params.yaml", f"unknown keys in collections.wordnet-div: {unknown}")
-        for name, value in overrides.items():
-            if isinstance(value, list):
-                overrides[name] = tuple(value)
+        overrides = settings.overrides(cls, params, "wordnet-div")
         if not set(overrides.get("run_fields", ())) <= set(TEXT_FIELDS):
             raise InputError("params.yaml", f"collections.wordnet-div.run_fields must be among {TEXT_FIELDS}")
         return cls(**overrides)

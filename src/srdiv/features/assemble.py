@@ -23,7 +23,7 @@ import pandas as pd
 from srdiv.collection.schema import Collection
 from srdiv.features.bundle import Bundle
 from srdiv.features.relevance import candidate_matrix, candidates, warn_missing
-from srdiv.io import InputError
+from srdiv.io import InputError, read_parquet
 from srdiv.text.documents import doc_positions
 
 Vectors = tuple[pd.DataFrame, np.ndarray]
@@ -42,6 +42,31 @@ def _lookup(keys: pd.DataFrame, matrix: np.ndarray, wanted: pd.DataFrame, on: li
     """Rows of ``matrix`` for the ``wanted`` keys; ``-1`` where absent."""
     index = pd.MultiIndex.from_frame(keys[on].astype(str))
     return index.get_indexer(pd.MultiIndex.from_frame(wanted[on].astype(str)))
+
+
+def read_feature_table(path, keys: list[str], names: list[str] | None = None) -> pd.DataFrame:
+    """A feature table (``features relevance`` or ``features diversity`` output) checked before use:
+    the text ``keys`` columns, numeric feature columns (exactly ``names`` when given), at least one
+    row, every value finite; else one :class:`InputError` naming ``path``."""
+    frame = read_parquet(path)
+    missing = [c for c in keys + (names or []) if c not in frame.columns]
+    if missing:
+        raise InputError(path, f"feature table lacks columns {missing}")
+    columns = [c for c in frame.columns if c not in keys]
+    if names is not None and columns != names:
+        raise InputError(path, f"feature columns {columns} are not the expected {names}")
+    if not columns:
+        raise InputError(path, "feature table has no feature columns")
+    for col in columns:
+        if not pd.api.types.is_numeric_dtype(frame[col]) or pd.api.types.is_bool_dtype(frame[col]):
+            raise InputError(path, f"feature column '{col}' is not numeric ({frame[col].dtype})")
+    for col in keys:
+        if not (pd.api.types.is_string_dtype(frame[col]) or pd.api.types.is_object_dtype(frame[col])):
+            raise InputError(path, f"key column '{col}' is not text ({frame[col].dtype})")
+    if frame.empty:
+        raise InputError(path, "feature table has no rows")
+    _feature_columns(frame, keys, str(path))
+    return frame
 
 
 def _feature_columns(frame: pd.DataFrame, keys: list[str], name: str) -> list[str]:

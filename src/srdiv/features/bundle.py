@@ -124,14 +124,16 @@ class Bundle:
 
     @classmethod
     def load(cls, path: str | Path) -> "Bundle":
-        """Load a bundle saved with :meth:`save` (no pickles are read)."""
-        from srdiv.io import InputError
+        """Load a bundle saved with :meth:`save` (no pickles are read); every numeric array must be
+        finite and every array must have one row per query (:class:`~srdiv.io.InputError` otherwise)."""
+        from srdiv.io import InputError, check_finite, load_npz
 
-        path = Path(path)
-        if not path.exists():
-            raise InputError(path, "bundle file not found")
-        with np.load(path, allow_pickle=False) as z:
-            arrays = {f.name: z[f.name] for f in fields(cls)}
+        arrays = load_npz(path, "bundle file", [f.name for f in fields(cls)])
+        n = len(arrays["qids"])
+        for name in TENSOR_FIELDS:
+            check_finite(path, name, arrays[name])
+            if arrays[name].ndim == 0 or len(arrays[name]) != n:
+                raise InputError(path, f"array '{name}' does not have one row per query ({n})")
         arrays["feature_names"] = list(arrays["feature_names"])
         arrays["div_feature_names"] = list(arrays["div_feature_names"])
         return cls(**arrays)

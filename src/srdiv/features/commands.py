@@ -55,7 +55,7 @@ def diversity(
     tic = time.perf_counter()
     coll = load_collection(collection)
     has_text = docs is not None or (collection / "docs.parquet").exists()
-    table = diversity_features(coll, load_docs(collection, docs) if has_text else None, read_vectors(vectors),
+    table = diversity_features(coll, load_docs(collection, docs) if has_text else None, read_vectors(vectors, ["docno"]),
                                int(load_stage_params(params, "features")["rank_docs"]))
     write_parquet(table, out)
     report_times("features diversity", {"total": time.perf_counter() - tic})
@@ -98,15 +98,17 @@ def bundle(
 ) -> None:
     """Assemble the training-ready bundle every model reads."""
     from srdiv.collection.schema import load_collection
-    from srdiv.features.assemble import build_bundle
-    from srdiv.io import read_parquet
+    from srdiv.features.assemble import build_bundle, read_feature_table
+    from srdiv.features.relevance import FEATURE_NAMES, KEY_COLUMNS
     from srdiv.text.embed import read_vectors
 
     tic = time.perf_counter()
     stage = load_stage_params(params, "features")
     result = build_bundle(
-        load_collection(collection), read_vectors(doc_vectors), read_vectors(pseudo_vectors),
-        read_parquet(relevance), read_parquet(diversity), rank_docs=int(stage["rank_docs"]),
+        load_collection(collection), read_vectors(doc_vectors, ["docno"]),
+        read_vectors(pseudo_vectors, ["qid", "sugg_id"]),
+        read_feature_table(relevance, KEY_COLUMNS, FEATURE_NAMES),
+        read_feature_table(diversity, ["qid", "docno_a", "docno_b"]), rank_docs=int(stage["rank_docs"]),
         max_subs=int(stage["max_subs"]), max_subs2=int(stage["max_subs2"]),
     )
     result.save(out)

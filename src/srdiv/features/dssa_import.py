@@ -26,7 +26,6 @@ the vector-based ``subtopic_div`` can be computed without text.
 
 from __future__ import annotations
 
-import json
 import os
 import warnings
 from pathlib import Path
@@ -36,7 +35,7 @@ import pandas as pd
 
 from srdiv.collection.schema import Collection
 from srdiv.features.relevance import FEATURE_NAMES, candidates
-from srdiv.io import InputError
+from srdiv.io import InputError, read_json, read_text, read_tsv
 from srdiv.text.pseudo_docs import query_strings
 
 RELEASE_FILES = ("doc.emb", "query.emb", "rel_feat.csv")
@@ -53,22 +52,21 @@ def read_emb(path: str | os.PathLike) -> tuple[list[str], np.ndarray]:
     if not path.exists():
         raise InputError(path, "file not found")
     keys, rows = [], []
-    with open(path, encoding="utf-8") as fh:
-        for number, line in enumerate(fh, start=1):
-            line = line.rstrip("\n")
-            if not line:
-                continue
-            key, *values = line.split("\t")
-            try:
-                vector = np.array(values, dtype=np.float64)
-            except ValueError:
-                raise InputError(path, "a vector value is not a number", number) from None
-            if rows and len(vector) != len(rows[0]):
-                raise InputError(path, f"expected {len(rows[0])} values, found {len(vector)}", number)
-            if not len(vector) or not np.isfinite(vector).all():
-                raise InputError(path, "empty or non-finite vector", number)
-            keys.append(key)
-            rows.append(vector)
+    for number, line in enumerate(read_text(path).split("\n"), start=1):
+        line = line.rstrip("\r")
+        if not line:
+            continue
+        key, *values = line.split("\t")
+        try:
+            vector = np.array(values, dtype=np.float64)
+        except ValueError:
+            raise InputError(path, "a vector value is not a number", number) from None
+        if rows and len(vector) != len(rows[0]):
+            raise InputError(path, f"expected {len(rows[0])} values, found {len(vector)}", number)
+        if not len(vector) or not (np.abs(vector) <= np.finfo(np.float32).max).all():
+            raise InputError(path, "empty vector or a value that is not a finite float32", number)
+        keys.append(key)
+        rows.append(vector)
     if not rows:
         raise InputError(path, "no vectors")
     if len(set(keys)) != len(keys):
@@ -79,9 +77,7 @@ def read_emb(path: str | os.PathLike) -> tuple[list[str], np.ndarray]:
 def read_rel_feat(path: str | os.PathLike) -> pd.DataFrame:
     """``rel_feat.csv`` -> ``query, docno`` + the 18 features (header checked, values finite)."""
     path = Path(path)
-    if not path.exists():
-        raise InputError(path, "file not found")
-    frame = pd.read_csv(path, dtype={"query": str, "doc": str}, keep_default_na=False)
+    frame = read_tsv(path, [], dtype={"query": str, "doc": str}, keep_default_na=False)
     expected = ["query", "doc"] + FEATURE_NAMES
     if list(frame.columns) != expected:
         raise InputError(path, f"header must be {','.join(expected)}", 1)
@@ -114,12 +110,7 @@ def match_strings(coll: Collection, release_keys: pd.Series) -> pd.DataFrame:
 def check_candidates(coll: Collection, path: str | os.PathLike, rank_docs: int) -> None:
     """Warn when the release's candidate lists (JSON) differ from the run's top ``rank_docs``."""
     path = Path(path)
-    if not path.exists():
-        raise InputError(path, "file not found")
-    try:
-        lists = json.loads(path.read_text())
-    except json.JSONDecodeError as err:
-        raise InputError(path, f"malformed JSON: {err.msg}", err.lineno) from None
+    lists = read_json(path, "file", object)
     if not isinstance(lists, dict):
         raise InputError(path, "expected an object {qid: [docno, ...]}")
     run = candidates(coll, rank_docs).groupby("qid")["docno"].agg(list)

@@ -15,10 +15,31 @@ from pathlib import Path
 import pandas as pd
 
 from srdiv.experiment import in_folds, model_rows, run_rows
-from srdiv.io import InputError, read_parquet
+from srdiv.io import InputError, first_misfit, read_parquet
 
 COLUMNS = ["model", "variant", "fold", "qid", "measure", "value"]
 REFERENCE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]*")
+
+
+def read_metrics(path: str | Path) -> pd.DataFrame:
+    """One ``srdiv evaluate`` output (``qid, measure, value``), checked: text ``qid`` and ``measure``,
+    every value a finite number, at least one row; else one :class:`InputError` naming ``path``."""
+    values = read_parquet(path)
+    missing = [c for c in ("qid", "measure", "value") if c not in values.columns]
+    if missing:
+        raise InputError(path, f"metrics table lacks columns {missing} (an 'srdiv evaluate' output has qid, "
+                               "measure, value)")
+    if values.empty:
+        raise InputError(path, "metrics table has no rows")
+    for col in ("qid", "measure"):
+        if not (pd.api.types.is_string_dtype(values[col]) or pd.api.types.is_object_dtype(values[col])):
+            raise InputError(path, f"column '{col}' is not text ({values[col].dtype})")
+    bad = first_misfit(values["value"].to_numpy(), integer=False)
+    if bad is not None or pd.api.types.is_bool_dtype(values["value"]):
+        value = values["value"].iloc[bad or 0]
+        value = value.item() if hasattr(value, "item") else value     # nan, not np.float64(nan)
+        raise InputError(path, f"value {value!r} in row {(bad or 0) + 1} is not a finite number")
+    return values.assign(value=pd.to_numeric(values["value"]).astype("float64"))
 
 
 def reference_runs(params: dict) -> dict[str, Path]:
@@ -50,7 +71,7 @@ def reference_metrics(metrics: dict[str, Path], folds: pd.DataFrame, fold_ids: l
     folds = in_folds(folds, fold_ids)
     frames = []
     for name, path in metrics.items():
-        values = read_parquet(path)
+        values = read_metrics(path)
         frames.append(values.merge(folds[["qid", "fold"]], on="qid").assign(model=name, variant=""))
     return pd.concat(frames, ignore_index=True)[COLUMNS] if frames else pd.DataFrame(columns=COLUMNS)
 
@@ -70,7 +91,7 @@ def gather_metrics(models_dir: str | Path, params: dict) -> pd.DataFrame:
         entry = rows[row]
         label = (entry.get("variant_of", row), entry.get("variant", ""))
         if label in labels:
-            raise ValueError(f"models {labels[label]} and {row} both report as model/variant {label}")
+            raise InputError("params", f"models {labels[label]} and {row} both report as model/variant {label}")
         labels[label] = row
         if folds is None:
             paths = sorted((models_dir / row).glob("fold*/metrics.parquet"))
@@ -78,7 +99,7 @@ def gather_metrics(models_dir: str | Path, params: dict) -> pd.DataFrame:
             paths = [models_dir / row / f"fold{int(k)}" / "metrics.parquet" for k in folds]
         for path in paths:
             fold = int(path.parent.name.removeprefix("fold"))
-            frames.append(read_parquet(path).assign(model=label[0], variant=label[1], fold=fold))
+            frames.append(read_metrics(path).assign(model=label[0], variant=label[1], fold=fold))
     if not frames:
         raise InputError(models_dir, "no <Row>/fold<k>/metrics.parquet for any row of params.yaml")
     return pd.concat(frames, ignore_index=True)[COLUMNS]

@@ -31,6 +31,7 @@ import torch
 import torch.nn.functional as F
 
 from srdiv.features.bundle import Bundle
+from srdiv.io import InputError
 from srdiv.models.base import Batch, DiversityModel
 from srdiv.objectives.base import Objective, take
 from srdiv.registry import OBJECTIVES
@@ -83,7 +84,7 @@ class ListPairwise(Objective):
 
     def prepare(self, bundle: Bundle, rng: np.random.Generator) -> Prepared:
         if self.samples is None:
-            raise ValueError("objective list_pairwise needs the fold's samples (srdiv train --samples)")
+            raise InputError("--samples", "objective list_pairwise needs the fold's samples (srdiv train --samples)")
         lp = self.samples.list_pairwise
         seq_contexts = np.argsort(lp.context_sequence, kind="stable")
         seq_start = np.searchsorted(lp.context_sequence[seq_contexts], np.arange(len(lp.sequences) + 1))

@@ -34,6 +34,7 @@ import numpy as np
 import torch
 
 from srdiv.features.bundle import Bundle
+from srdiv.io import InputError
 from srdiv.models.base import Batch, DiversityModel
 from srdiv.objectives.base import Objective, take
 from srdiv.objectives.plackett_luce import ranking_log_prob
@@ -67,7 +68,7 @@ class PAMM(Objective):
 
     def prepare(self, bundle: Bundle, rng: np.random.Generator) -> Rankings:
         if self.samples is None:
-            raise ValueError("objective pamm needs the fold's samples (srdiv train --samples)")
+            raise InputError("--samples", "objective pamm needs the fold's samples (srdiv train --samples)")
         pamm = self.samples.pamm
         return Rankings(self.samples.query_rows(bundle), pamm["pamm_pos"].astype(np.int64),
                         pamm["pamm_neg"].astype(np.int64), pamm["pamm_pos_metric"], pamm["pamm_neg_metric"])

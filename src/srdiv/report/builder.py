@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
-import json
+import os
+import shutil
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -12,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from srdiv.experiment import in_folds, model_rows, run_rows
-from srdiv.io import InputError, read_parquet, write_text
+from srdiv.io import InputError, read_json, read_parquet, read_tsv, write_text
 from srdiv.metrics.gather import reference_runs
 from srdiv.provenance import git_commit, machine
 from srdiv.report import plots
@@ -144,7 +146,7 @@ def training_commits(models_dir: Path | None, specs: list[RunSpec]) -> list[str]
         return []
     rows_at: dict[str, list[str]] = {}
     for spec in specs:
-        commits = {json.loads(p.read_text()).get("commit", "not recorded")
+        commits = {str(read_json(p, "timings.json").get("commit", "not recorded"))
                    for p in sorted((models_dir / spec.key).glob("fold*/timings.json"))}
         for commit in sorted(commits):
             rows_at.setdefault(commit, []).append(spec.label)
@@ -164,7 +166,7 @@ def performance_table(models_dir: Path | None, benchmarks_dir: Path | None, spec
     for spec in specs:
         record: dict = {"Method": spec.label}
         if models_dir is not None:
-            timings = [{**json.loads(p.read_text()), **json.loads((p.parent / "rank.json").read_text())}
+            timings = [{**read_json(p, "timings.json"), **read_json(p.parent / "rank.json", "rank.json")}
                        for p in sorted((models_dir / spec.key).glob("fold*/timings.json"))
                        if (p.parent / "rank.json").exists()]
             if timings:
@@ -172,13 +174,13 @@ def performance_table(models_dir: Path | None, benchmarks_dir: Path | None, spec
                 record.update({"folds": len(frame),
                                "train s (median)": frame["train_seconds"].median(),
                                "rank ms/query (median)": frame["rank_ms_per_query"].median()})
-            ends = [_best_at_last_epoch(json.loads(p.read_text()))
+            ends = [_best_at_last_epoch(read_json(p, "hparams.json"), p)
                     for p in sorted((models_dir / spec.key).glob("fold*/hparams.json"))]
             ends = [e for e in ends if e is not None]
             if ends:
                 record["best at last epoch"] = f"{sum(ends)}/{len(ends)}"
         if benchmarks_dir is not None:
-            bench = [pd.read_csv(p, sep="\t") for p in sorted((benchmarks_dir / "train").glob(f"{spec.key}-fold*.tsv"))]
+            bench = [read_tsv(p, ["s", "max_rss"], sep="\t") for p in sorted((benchmarks_dir / "train").glob(f"{spec.key}-fold*.tsv"))]
             if bench:
                 frame = pd.concat(bench)
                 record.update({"job wall s (median)": frame["s"].median(), "peak RSS MB (max)": frame["max_rss"].max()})
@@ -187,12 +189,15 @@ def performance_table(models_dir: Path | None, benchmarks_dir: Path | None, spec
     return pd.DataFrame(rows)
 
 
-def _best_at_last_epoch(hparams: dict) -> bool | None:
+def _best_at_last_epoch(hparams: dict, path: Path | str = "hparams.json") -> bool | None:
     """Whether the chosen point's best validation epoch was the last its row allows (None: nothing trained)."""
-    chosen = next((g for g in hparams["grid"] if g["point"] == hparams["chosen"]), None)
-    if chosen is None or not chosen["epochs"]:
-        return None
-    return chosen["best_epoch"] >= hparams["spec"]["train"]["epochs"]
+    try:
+        chosen = next((g for g in hparams["grid"] if g["point"] == hparams["chosen"]), None)
+        if chosen is None or not chosen["epochs"]:
+            return None
+        return chosen["best_epoch"] >= hparams["spec"]["train"]["epochs"]
+    except (KeyError, TypeError) as err:
+        raise InputError(path, f"not an hparams.json of srdiv train (no {err})") from None
 
 
 def convergence_note(perf: pd.DataFrame) -> str:
@@ -211,8 +216,34 @@ def build_report(metrics_path: Path, params: dict, params_paths: list[Path], out
     """Write tables (``tables/``), plots (``plots/``) and ``README.md`` under ``out_dir``.
 
     ``params_paths``: the params file and its overlays, merged in order into ``params``; the README
-    names each with its hash.
+    names each with its hash. The report is made in a directory beside ``out_dir`` and its files
+    moved into place only once every one is written: an error or an interrupt leaves the earlier
+    report as it was (``out_dir`` also holds other files, such as ``metrics.parquet``, so it is not
+    replaced as a whole). Files of an earlier report that this one did not write are then removed.
     """
+    out_dir = Path(out_dir)
+    out_dir.parent.mkdir(parents=True, exist_ok=True)
+    stage = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.report.", suffix=".tmp", dir=out_dir.parent))
+    try:
+        _write_report(metrics_path, params, params_paths, stage, out_dir.name, models_dir, benchmarks_dir,
+                      metric_at_k)
+        staged = sorted(p for p in stage.rglob("*") if p.is_file())
+        written = [out_dir / p.relative_to(stage) for p in staged]
+        for source, target in zip(staged, written):
+            target.parent.mkdir(parents=True, exist_ok=True)
+            os.replace(source, target)
+    finally:
+        shutil.rmtree(stage, ignore_errors=True)
+    for folder in (out_dir / "tables", out_dir / "plots"):   # files of an earlier report that this one did not write
+        for stale in set(folder.glob("*")) - set(written):
+            if stale.is_file() and stale.suffix in {".md", ".tex", ".html", ".png", ".svg"}:
+                stale.unlink()
+    return written
+
+
+def _write_report(metrics_path: Path, params: dict, params_paths: list[Path], out_dir: Path, name: str,
+                  models_dir: Path | None, benchmarks_dir: Path | None, metric_at_k: pd.DataFrame | None) -> None:
+    """The report's files under ``out_dir`` (a staging directory; ``name``: the results directory's)."""
     metrics = read_parquet(metrics_path)
     missing = {"model", "variant", "fold", "qid", "measure", "value"} - set(metrics.columns)
     if missing:
@@ -269,7 +300,7 @@ def build_report(metrics_path: Path, params: dict, params_paths: list[Path], out
 
     n_queries = metrics["qid"].nunique()
     lines = [
-        f"# Results: {out_dir.name}", "",
+        f"# Results: {name}", "",
         "Produced by `srdiv report` from the per-query metrics in `metrics.parquet`",
         "(columns model, variant, fold, qid, measure, value; official metrics, TREC ndeval definitions).",
         "Each query is tested once, in the test fold of its cross-validation trial; tables report the mean",
@@ -288,12 +319,6 @@ def build_report(metrics_path: Path, params: dict, params_paths: list[Path], out
         *[f"- [{p.stem}](plots/{p.name})" for p in written if p.suffix == ".png"], "",
     ]
     write_text("\n".join(lines), out_dir / "README.md")
-    written.append(out_dir / "README.md")
-    for folder in (out_dir / "tables", plot_dir):   # files of an earlier report that this one did not write
-        for stale in set(folder.glob("*")) - set(written):
-            if stale.is_file() and stale.suffix in {".md", ".tex", ".html", ".png", ".svg"}:
-                stale.unlink()
-    return written
 
 
 RUN_FILE = "run.txt"

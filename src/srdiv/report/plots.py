@@ -74,8 +74,10 @@ def legend_below(ax) -> None:
 def group_panels(series: dict[str, tuple[np.ndarray, np.ndarray]], groups: dict[str, str], reference: str | None,
                  xlabel: str, ylabel: str, marker: str | None, out_stem: Path, zero_line: bool = False) -> list[Path]:
     """One panel per group of runs (``series``: run -> (x, y)), the reference run dashed black in the
-    others' panels for comparison; a shared y axis."""
+    others' panels for comparison; a shared y axis. Nothing to draw (one run only): no plot."""
     panels = panels_by_group(list(series), groups)
+    if not panels:
+        return []
     fig, axes = grid(len(panels), 3, (4.4, 3.6), sharey=True)
     for ax, (title, runs) in zip(axes, panels.items()):
         if reference in series and reference not in runs:

@@ -29,7 +29,7 @@ def samples(
     from srdiv.train.folds import fold_split, select_queries
 
     loaded = load_params(params)
-    split = fold_split(load_collection(collection).folds, fold)
+    split = fold_split(load_collection(collection).folds, fold, str(collection / "folds.parquet"))
     train = select_queries(Bundle.load(bundle), split.train).truncate(TrainSettings.from_params(loaded).train_docs)
     start = time.perf_counter()
     made = make_samples(train, SampleSettings.from_params(loaded, row), [loaded.get("seed", 0), fold])

@@ -32,7 +32,7 @@ from pathlib import Path
 import numpy as np
 
 from srdiv.features.bundle import Bundle
-from srdiv.io import atomic_path, existing_file
+from srdiv.io import InputError, atomic_path, check_finite, existing_file, load_npz
 from srdiv.params import model_rows
 from srdiv.sampling.list_pairwise_samples import ListPairwiseSamples, list_pairwise_samples
 from srdiv.sampling.pamm_samples import pamm_rankings
@@ -93,7 +93,7 @@ class Samples:
         pos = {q: i for i, q in enumerate(bundle.qids)}
         missing = [q for q in self.qids if q not in pos]
         if missing or bundle.doc_mask.shape[1] != self.meta["n_docs"]:
-            raise ValueError(f"samples do not match the training bundle (queries missing: {missing[:3]}, "
+            raise InputError("--samples", f"samples do not match the training bundle (queries missing: {missing[:3]}, "
                              f"docs {bundle.doc_mask.shape[1]} vs {self.meta['n_docs']})")
         return np.array([pos[q] for q in self.qids], dtype=np.int64)
 
@@ -107,10 +107,18 @@ class Samples:
     def load(cls, path: str | Path) -> "Samples":
         """Read a file written by :meth:`save`; a directory means its ``samples.npz``."""
         path = existing_file(path, SAMPLES_FILE, "samples file")
-        with np.load(path, allow_pickle=False) as z:
-            lp = ListPairwiseSamples(**{f.name: z[f.name] for f in fields(ListPairwiseSamples)})
-            return cls(qids=z["qids"], list_pairwise=lp, pamm={k: z[k] for k in PAMM_KEYS},
-                       meta=json.loads(str(z["meta"])))
+        lp_keys = [f.name for f in fields(ListPairwiseSamples)]
+        z = load_npz(path, "samples file", ["qids", "meta", *lp_keys, *PAMM_KEYS])
+        for key in [*lp_keys, *PAMM_KEYS]:
+            check_finite(path, key, z[key])
+        try:
+            meta = json.loads(str(z["meta"]))
+        except ValueError:
+            raise InputError(path, "samples file: 'meta' is not JSON") from None
+        if not isinstance(meta, dict) or "n_docs" not in meta:
+            raise InputError(path, "samples file: 'meta' lacks n_docs")
+        lp = ListPairwiseSamples(**{k: z[k] for k in lp_keys})
+        return cls(qids=z["qids"], list_pairwise=lp, pamm={k: z[k] for k in PAMM_KEYS}, meta=meta)
 
 
 def make_samples(bundle: Bundle, settings: SampleSettings, seed: int | list[int]) -> Samples:

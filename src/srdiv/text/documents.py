@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from srdiv.collection.schema import DOC_GRAPH_COLUMNS, TABLES, conform
-from srdiv.io import InputError, first_misfit, read_parquet
+from srdiv.io import InputError, first_misfit, read_parquet, read_text
 
 TEXT_COLUMNS = ("title", "body", "anchor", "url")
 """The text columns of a document; all of them make the text that doc2vec and LDA learn from."""
@@ -38,17 +38,16 @@ text is written by other pages; the URL is a field of its own).
 def _read_jsonl(path: Path) -> pd.DataFrame:
     """Read JSON Lines, naming the first bad line on failure."""
     records = []
-    with open(path, encoding="utf-8") as fh:
-        for number, line in enumerate(fh, start=1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as err:
-                raise InputError(path, f"invalid JSON: {err.msg}", number) from None
-            if not isinstance(record, dict):
-                raise InputError(path, "each line must be a JSON object", number)
-            records.append(record)
+    for number, line in enumerate(read_text(path).split("\n"), start=1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as err:
+            raise InputError(path, f"invalid JSON: {err.msg}", number) from None
+        if not isinstance(record, dict):
+            raise InputError(path, "each line must be a JSON object", number)
+        records.append(record)
     return pd.DataFrame.from_records(records)
 
 

@@ -38,6 +38,7 @@ import os
 import warnings
 import zlib
 from pathlib import Path
+from typing import Sequence
 from unittest import mock
 
 import numpy as np
@@ -63,8 +64,9 @@ def write_vectors(keys: pd.DataFrame, vectors: np.ndarray, path: str | os.PathLi
         pq.write_table(table, tmp, compression="zstd")
 
 
-def read_vectors(path: str | os.PathLike) -> tuple[pd.DataFrame, np.ndarray]:
-    """Read a vector table: ``(keys frame, vectors [rows, E] float32)``."""
+def read_vectors(path: str | os.PathLike, keys: Sequence[str] = ()) -> tuple[pd.DataFrame, np.ndarray]:
+    """Read a vector table: ``(keys frame, vectors [rows, E] float32)``; it must have the text key
+    columns ``keys`` (and any), a list of numbers per row, all finite, and at least one row."""
     path = Path(path)
     if not path.exists():
         raise InputError(path, "vector table not found")
@@ -74,7 +76,25 @@ def read_vectors(path: str | os.PathLike) -> tuple[pd.DataFrame, np.ndarray]:
         raise InputError(path, f"not a readable Parquet table ({str(err).splitlines()[0]})") from None
     if "vector" not in table.column_names:
         raise InputError(path, "vector table lacks the 'vector' column")
+    given = [c for c in table.column_names if c != "vector"]
+    if not given or any(k not in given for k in keys) or not all(
+            pa.types.is_string(table.schema.field(c).type) or pa.types.is_large_string(table.schema.field(c).type)
+            for c in given):
+        need = ", ".join(keys) if keys else "docno, or qid and sugg_id"
+        raise InputError(path, f"vector table needs the text key columns {need}; has {given}")
+    if table.num_rows == 0:
+        raise InputError(path, "vector table has no rows")
+    kind = table.schema.field("vector").type
+    if not ((pa.types.is_list(kind) or pa.types.is_large_list(kind) or pa.types.is_fixed_size_list(kind))
+            and (pa.types.is_floating(kind.value_type) or pa.types.is_integer(kind.value_type))):
+        raise InputError(path, f"column 'vector' must hold lists of numbers, holds {kind}")
     column = table.column("vector").combine_chunks()
+    if column.null_count:
+        row = int(np.flatnonzero(column.is_null().to_numpy(zero_copy_only=False))[0]) + 1
+        raise InputError(path, f"vector in row {row} is missing")
+    if pa.types.is_fixed_size_list(kind):
+        column = pa.ListArray.from_arrays(pa.array(np.arange(len(column) + 1, dtype=np.int32) * kind.list_size),
+                                          column.flatten())
     lengths = np.diff(column.offsets.to_numpy())
     dim = int(lengths[0]) if len(lengths) else 0
     if len(lengths) and (lengths != dim).any():
@@ -270,7 +290,12 @@ def load_model(embed_dir: str | os.PathLike, kind: str):
     if not path.exists():
         raise InputError(path, f"trained {kind} model not found (run 'srdiv embed' first)")
     cls = {"doc2vec": Doc2Vec, "lda": LdaModel, "tfidf": TfidfModel, "svd": LsiModel}[kind]
-    return cls.load(str(path))
+    try:
+        return cls.load(str(path))
+    except Exception as err:   # gensim unpickles: any failure means a file 'srdiv embed' did not write whole
+        raise InputError(path, f"not a readable {kind} model of 'srdiv embed' ({type(err).__name__}: "
+                               f"{str(err).splitlines()[0][:200] if str(err).strip() else ''}); run 'srdiv embed' "
+                               "again") from None
 
 
 def lda_terms(model) -> pd.Index:

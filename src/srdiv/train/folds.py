@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from srdiv.features.bundle import Bundle
+from srdiv.io import InputError
 
 
 @dataclass(frozen=True)
@@ -28,13 +29,14 @@ class FoldSplit:
     test: list[str]
 
 
-def fold_split(folds: pd.DataFrame, fold: int) -> FoldSplit:
-    """Train / validation / test queries of the trial that tests on ``fold``."""
+def fold_split(folds: pd.DataFrame, fold: int, where: str = "folds table") -> FoldSplit:
+    """Train / validation / test queries of the trial that tests on ``fold``; a fold the table
+    (``where``: its file) lacks is an :class:`InputError`."""
     ids = sorted(int(f) for f in folds["fold"].unique())
     if fold not in ids:
-        raise ValueError(f"fold {fold} is not in the folds table (folds: {ids})")
+        raise InputError(where, f"fold {fold} is not in the folds table (folds: {ids})")
     if len(ids) < 2:
-        raise ValueError("cross-validation needs at least 2 folds")
+        raise InputError(where, "cross-validation needs at least 2 folds")
     valid_fold = ids[(ids.index(fold) + 1) % len(ids)]
     qids = folds["qid"].astype(str)
     of = folds["fold"].astype(int)
@@ -45,9 +47,10 @@ def fold_split(folds: pd.DataFrame, fold: int) -> FoldSplit:
     return FoldSplit(fold, train, valid, test)
 
 
-def select_queries(bundle: Bundle, qids: list[str]) -> Bundle:
+def select_queries(bundle: Bundle, qids: list[str], where: str = "bundle") -> Bundle:
     """The bundle's queries ``qids`` (in that order); a fold query missing from the bundle is an error."""
     missing = sorted(set(qids) - set(bundle.qids))
     if missing:
-        raise ValueError(f"{len(missing)} queries of the folds table are missing from the bundle: {missing[:5]}")
+        raise InputError(where, f"{len(missing)} queries of the folds table are missing from the bundle: "
+                                f"{missing[:5]}")
     return bundle.select_qids(qids)

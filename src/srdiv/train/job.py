@@ -36,7 +36,7 @@ import torch
 
 from srdiv.collection.schema import Collection
 from srdiv.features.bundle import Bundle, BundleDims, FeatureScaler
-from srdiv.io import InputError, existing_file, save_torch, write_parquet, write_text
+from srdiv.io import InputError, existing_file, load_torch, save_torch, write_parquet, write_text
 from srdiv.metrics.runs import write_trec_run
 from srdiv.models.base import DiversityModel
 from srdiv.provenance import git_commit
@@ -98,6 +98,12 @@ def check_rows(params: dict, rows: Sequence[str], where: str = "params.yaml") ->
             if section not in ("", "optim", "objective", "train") or (
                     section == "train" and name not in {f.name for f in fields(TrainSettings)}):
                 raise InputError(where, f"models.{row}.tune: unknown key '{key}'")
+        if objective is not None:       # objectives are cheap to build: their values are checked here too
+            for point in spec.grid():
+                try:
+                    objective(**spec.at(point).objective_params)
+                except (TypeError, ValueError) as err:
+                    raise InputError(where, f"models.{row}.objective_params: {err}") from None
 
 
 def build_model(spec: ModelSpec, dims: BundleDims, prior: DiversityModel | None = None) -> DiversityModel:
@@ -105,7 +111,8 @@ def build_model(spec: ModelSpec, dims: BundleDims, prior: DiversityModel | None 
     params = dict(spec.params)
     if "prior" in params:
         if prior is None:
-            raise ValueError(f"model row {spec.row} needs its prior '{params['prior']}' (srdiv train --prior DIR)")
+            raise InputError("--prior", f"model row {spec.row} needs its prior '{params['prior']}' "
+                                        "(srdiv train --prior DIR)")
         params["prior"] = prior
     return MODELS.get(spec.model)(dims, **params)
 
@@ -147,7 +154,11 @@ class Trained:
     def load(cls, path: str | Path) -> "Trained":
         """Read ``path`` (``model.pt``, or a job directory holding one)."""
         path = existing_file(path, MODEL_FILE, "trained model")
-        return cls.from_dict(torch.load(path, map_location="cpu", weights_only=True))
+        saved = load_torch(path, "trained model (model.pt of srdiv train)")
+        try:
+            return cls.from_dict(saved)
+        except (KeyError, TypeError, ValueError, AttributeError) as err:
+            raise InputError(path, f"not a model.pt of srdiv train ({type(err).__name__}: {err})") from None
 
 
 @dataclass
@@ -197,7 +208,7 @@ def run_job(spec: ModelSpec, bundle: Bundle, collection: Collection, fold: int, 
     """
     out = Path(out)
     settings = spec.train
-    split = fold_split(collection.folds, fold)
+    split = fold_split(collection.folds, fold, _folds_file(collection))
     device = resolve_device(settings.device)
     data = FoldData.make(bundle, split, settings)
     prior_model = _prior_model(spec, prior, data.scaler, device)
@@ -251,7 +262,8 @@ def rank_job(trained: Trained, bundle: Bundle, collection: Collection, fold: int
     out = Path(out)
     settings = trained.spec.train
     device = resolve_device(settings.device)
-    split = fold_split(collection.folds, fold)
+    split = fold_split(collection.folds, fold, _folds_file(collection))
+    _check_dims(trained, bundle.dims, "--bundle")
     test = trained.scaler.transform(select_queries(bundle, split.test).truncate(settings.rank_docs))
     model = trained.build(device)
     start = time.perf_counter()
@@ -268,12 +280,30 @@ def _prior_model(spec: ModelSpec, prior: Trained | None, scaler: FeatureScaler,
     """The frozen prior model; it must have been trained on features standardised like ours."""
     if spec.prior is None or prior is None:
         return None  # build_model reports a missing prior
+    theirs, ours = ((len(s.rel_mean), len(s.div_mean)) for s in (prior.scaler, scaler))
+    if theirs != ours:
+        raise InputError("--prior", f"prior '{prior.spec.row}' was trained on a bundle with {theirs[0]} relevance and "
+                                    f"{theirs[1]} diversity features, this bundle has {ours[0]} and {ours[1]}")
     if prior.spec.row != spec.prior:
-        raise ValueError(f"model row {spec.row} wants prior '{spec.prior}', got a model of row '{prior.spec.row}'")
+        raise InputError("--prior", f"model row {spec.row} wants prior '{spec.prior}', got a model of row "
+                                    f"'{prior.spec.row}'")
     same = all(np.allclose(a, b) for a, b in zip(asdict(prior.scaler).values(), asdict(scaler).values()))
     if not same:
-        raise ValueError(f"prior '{spec.prior}' was trained with another feature scaler (fold or train_docs differ)")
+        raise InputError("--prior", f"prior '{spec.prior}' was trained with another feature scaler (fold or "
+                                    "train_docs differ)")
     return prior.build(device)
+
+
+def _check_dims(trained: Trained, dims: BundleDims, where: str) -> None:
+    """The model was trained on a bundle with the vector and feature sizes of this one."""
+    for name in ("emb", "feats", "div_feats"):
+        if getattr(trained.dims, name) != getattr(dims, name):
+            raise InputError(where, f"the model of row {trained.spec.row} was trained on a bundle with {name} = "
+                                    f"{getattr(trained.dims, name)}, this bundle has {getattr(dims, name)}")
+
+
+def _folds_file(collection: Collection) -> str:
+    return str(collection.path / "folds.parquet") if collection.path else "folds table"
 
 
 def _fingerprint(spec: ModelSpec, seed: int, fold: int, inputs: str) -> str:

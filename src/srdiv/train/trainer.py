@@ -29,7 +29,7 @@ from tqdm.auto import tqdm
 
 from srdiv.experiment import TrainSettings
 from srdiv.features.bundle import Bundle
-from srdiv.io import save_torch
+from srdiv.io import InputError, load_torch, save_torch
 from srdiv.models.base import DiversityModel
 from srdiv.objectives.base import Objective
 
@@ -164,8 +164,12 @@ class Trainer:
     def _load(self) -> dict | None:
         if self.checkpoint is None or not self.checkpoint.exists():
             return None
-        saved = torch.load(self.checkpoint, map_location=self.device, weights_only=True)
-        if saved.get("fingerprint") != self.fingerprint:
+        try:
+            saved = load_torch(self.checkpoint, "checkpoint", map_location=self.device)
+        except InputError as err:   # not one this trainer wrote whole (checkpoints are written atomically)
+            print(f"{self.desc}: ignoring {err.reason}; training from epoch 1", file=sys.stderr, flush=True)
+            return None
+        if not isinstance(saved, dict) or saved.get("fingerprint") != self.fingerprint:
             return None
         saved["torch_rng"] = saved["torch_rng"].cpu()
         return saved

@@ -1,0 +1,439 @@
+"""Fault injection through the command line: one bad input per case, against every stage.
+
+A small pipeline is built once through ``srdiv`` itself (collection, embed, pseudo-docs, features,
+bundle, samples, a trained ListMLE, its run and metrics). Each case copies it, spoils one thing as a
+user could (a file cut short, garbage bytes, a wrong column type, a NaN, an out-of-range number, an
+empty table, an ``--out`` over an input, a params value), runs one command, and checks the rules of
+issue 17: exit status 2, one line ``error: FILE[:LINE]: ...`` naming the file and what is wrong, no
+traceback, and every file of the workspace as it was (no output replaced, none half-written, no
+temporary file left).
+"""
+
+import shutil
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import yaml
+
+from srdiv.cli import main
+from conftest import FIXTURES, ROOT
+from tiny_text_collection import SMALL_EMBED, write_tiny
+
+OVERLAY = {"train": {"epochs": 2, "train_docs": 6, "rank_docs": 6}, "models": {"ListMLE": {"tune": {"optim.lr": None}}}}
+
+
+def cli(*args) -> tuple[int, str]:
+    """Run the real entry point in this process; (exit status, stderr)."""
+    import io
+    from contextlib import redirect_stderr, redirect_stdout
+
+    err = io.StringIO()
+    argv, sys.argv = sys.argv, ["srdiv", *map(str, args)]
+    try:
+        with redirect_stderr(err), redirect_stdout(io.StringIO()):
+            main()
+        code = 0
+    except SystemExit as exit_:
+        code = exit_.code
+    finally:
+        sys.argv = argv
+    return code, err.getvalue()
+
+
+def P(d: Path) -> list:
+    return ["--params", ROOT / "params.yaml", "--params", d / "small.yaml", "--params", d / "overlay.yaml"]
+
+
+def C(d: Path) -> list:
+    return ["--collection", d / "coll"]
+
+
+@pytest.fixture(scope="module")
+def workspace(tmp_path_factory) -> Path:
+    """Every stage's output on the tiny collection, made by the commands under test."""
+    d = tmp_path_factory.mktemp("workspace")
+    write_tiny(d / "coll")
+    (d / "small.yaml").write_text(yaml.safe_dump(SMALL_EMBED))
+    (d / "overlay.yaml").write_text(yaml.safe_dump(OVERLAY))
+    model = d / "models" / "ListMLE" / "fold1"
+    for args in (["embed", *C(d), *P(d), "--out", d / "embed"],
+                 ["pseudo-docs", *C(d), *P(d), "--embed-dir", d / "embed", "--out", d / "pd"],
+                 ["features", "relevance", *C(d), *P(d), "--out", d / "rel.parquet"],
+                 ["features", "diversity", *C(d), *P(d), "--vectors", d / "embed/lda.parquet",
+                  "--out", d / "div.parquet"],
+                 BUNDLE(d), SAMPLES(d), TRAIN("ListMLE")(d), RANK(d),
+                 ["evaluate", *C(d), "--run", model / "run.txt", "--fold", 1, "--out", model / "metrics.parquet"],
+                 GATHER(d), REPORT(d)):
+        code, err = cli(*args)
+        assert code == 0, (args[:2], err[-3000:])
+    return d
+
+
+# ---------------------------------------------------------------------------------- commands
+
+
+def BUNDLE(d):
+    return ["bundle", *C(d), *P(d), "--doc-vectors", d / "embed/lda.parquet", "--pseudo-vectors", d / "pd/lda.parquet",
+            "--relevance", d / "rel.parquet", "--diversity", d / "div.parquet", "--out", d / "bundle.npz"]
+
+
+def SAMPLES(d):
+    return ["samples", *C(d), *P(d), "--bundle", d / "bundle.npz", "--fold", 1, "--out", d / "samples/fold1"]
+
+
+def TRAIN(row, *extra):
+    return lambda d: ["train", *C(d), *P(d), "--bundle", d / "bundle.npz", "--fold", 1, "--model", row,
+                      "--out", d / "models" / row / "fold1", "--no-progress",
+                      *[d / e if isinstance(e, str) and "/" in e else e for e in extra]]
+
+
+def RANK(d):
+    model = d / "models/ListMLE/fold1"
+    return ["rank", *C(d), "--bundle", d / "bundle.npz", "--fold", 1, "--model-dir", model, "--out", model]
+
+
+def DIVERSITY(d):
+    return ["features", "diversity", *C(d), *P(d), "--vectors", d / "embed/lda.parquet", "--out", d / "div.parquet"]
+
+
+def RELEVANCE(d):
+    return ["features", "relevance", *C(d), *P(d), "--out", d / "rel.parquet"]
+
+
+def EVALUATE(d):
+    model = d / "models/ListMLE/fold1"
+    return ["evaluate", *C(d), "--run", model / "run.txt", "--fold", 1, "--out", model / "metrics.parquet"]
+
+
+def GATHER(d):
+    (d / "g.yaml").write_text("run_models: [ListMLE]\nfolds: [1]\n")
+    return ["gather", "--models", d / "models", "--params", ROOT / "params.yaml", "--params", d / "g.yaml",
+            "--out", d / "metrics.parquet"]
+
+
+def REPORT(d):
+    return ["report", "--metrics", d / "metrics.parquet", "--params", ROOT / "params.yaml", "--params", d / "g.yaml",
+            "--out", d / "results", "--models-dir", d / "models", "--benchmarks-dir", d / "bench"]
+
+
+def IMPORT(d):
+    return ["import-dssa", "--collection", d / "release/collection", "--release", d / "release",
+            "--embed-out", d / "imported/embed.parquet", "--pseudo-docs-out", d / "imported/pseudo.parquet",
+            "--relevance-out", d / "imported/relevance.parquet"]
+
+
+def SUBSET(queries=2, folds=2):
+    return lambda d: ["collection", "subset", "--source", d / "coll", "--out", d / "sub", "--queries", queries,
+                      "--folds", folds]
+
+
+def out_at(command, target):
+    """``command`` with its ``--out`` replaced by ``target`` (relative to the workspace)."""
+    def replaced(d):
+        args = command(d)
+        args[args.index("--out") + 1] = d / target
+        return args
+    return replaced
+
+
+# ---------------------------------------------------------------------------------- spoilers
+
+
+def nothing(d):
+    pass
+
+
+def garbage(rel):
+    return lambda d: (d / rel).write_bytes(b"\x00garbage\xff" * 10)
+
+
+def cut_short(rel):
+    return lambda d: (d / rel).write_bytes((d / rel).read_bytes()[: (d / rel).stat().st_size // 2])
+
+
+def emptied(rel):
+    return lambda d: (d / rel).write_bytes(b"")
+
+
+def text(rel, content):
+    return lambda d: (d / rel).write_text(content)
+
+
+def table(rel, change):
+    """Rewrite a Parquet table with ``change(frame)`` (which edits it in place or returns a new one)."""
+    def spoil(d):
+        frame = pd.read_parquet(d / rel)
+        changed = change(frame)
+        (frame if changed is None else changed).to_parquet(d / rel, index=False)
+    return spoil
+
+
+def arrays(rel, change):
+    """Rewrite an .npz with ``change(dict of arrays)``."""
+    def spoil(d):
+        with np.load(d / rel, allow_pickle=False) as z:
+            values = dict(z)
+        change(values)
+        with open(d / rel, "wb") as fh:
+            np.savez(fh, **values)
+    return spoil
+
+
+def first_vector(value):
+    """Set the first row's vector of a vector table to ``value``."""
+    def change(frame):
+        vectors = list(frame["vector"])
+        vectors[0] = value(vectors[0])
+        frame["vector"] = vectors
+    return change
+
+
+def fewer_features(values):
+    """A bundle of 5 relevance features (a model trained on 18 does not fit it)."""
+    for name in ("rel_feat", "sub_feat", "sub2_feat"):
+        values[name] = values[name][..., :5]
+    values["feature_names"] = values["feature_names"][:5]
+
+
+def other_samples(d):
+    """Samples of trial 2's training queries, beside trial 1's."""
+    args = SAMPLES(d)
+    args[args.index("--fold") + 1] = 2
+    args[args.index("--out") + 1] = d / "samples/fold2"
+    assert cli(*args)[0] == 0
+
+
+def release(change):
+    """A copy of the DSSA-release sample with ``change(directory)`` applied."""
+    def spoil(d):
+        shutil.copytree(FIXTURES / "dssa-sample", d / "release")
+        change(d / "release")
+    return spoil
+
+
+def line_changed(name, number, new):
+    """Replace line ``number`` (1-based) of a text file with the bytes ``new``."""
+    def change(folder):
+        lines = (folder / name).read_bytes().split(b"\n")
+        lines[number - 1] = new
+        (folder / name).write_bytes(b"\n".join(lines))
+    return change
+
+
+def replace_dir_by_file(rel):
+    def spoil(d):
+        shutil.rmtree(d / rel)
+        (d / rel).write_text("not a directory")
+    return spoil
+
+
+# ---------------------------------------------------------------------------------- cases
+
+CASES = [
+    # bundle .npz: read by samples, train, rank
+    ("samples: bundle of garbage", garbage("bundle.npz"), SAMPLES, "bundle.npz", "not a readable bundle file"),
+    ("train: bundle cut short", cut_short("bundle.npz"), TRAIN("ListMLE"), "bundle.npz", "not a readable bundle file"),
+    ("rank: empty bundle file", emptied("bundle.npz"), RANK, "bundle.npz", "not a readable bundle file"),
+    ("rank: bundle is a directory", lambda d: ((d / "bundle.npz").unlink(), (d / "bundle.npz").mkdir()), RANK,
+     "bundle.npz", "not found"),
+    ("train: bundle lacks an array", arrays("bundle.npz", lambda a: a.pop("labels")), TRAIN("ListMLE"),
+     "bundle.npz", "bundle file lacks arrays ['labels']"),
+    ("train: NaN feature in the bundle", arrays("bundle.npz", lambda a: a["rel_feat"].__setitem__((1, 0, 0), np.nan)),
+     TRAIN("ListMLE"), "bundle.npz", "array 'rel_feat' has a value that is not finite (row 2)"),
+    ("rank: inf vector in the bundle", arrays("bundle.npz", lambda a: a["doc_vec"].__setitem__((0, 0, 0), np.inf)),
+     RANK, "bundle.npz", "array 'doc_vec' has a value that is not finite (row 1)"),
+    ("samples: bundle array of text", arrays("bundle.npz", lambda a: a.__setitem__("labels", a["labels"].astype(str))),
+     SAMPLES, "bundle.npz", "array 'labels' is not numeric"),
+    ("train: bundle arrays of different queries",
+     arrays("bundle.npz", lambda a: a.__setitem__("labels", a["labels"][:1])), TRAIN("ListMLE"), "bundle.npz",
+     "array 'labels' does not have one row per query"),
+    # model.pt: read by rank and as a prior
+    ("rank: model.pt of garbage", garbage("models/ListMLE/fold1/model.pt"), RANK, "model.pt",
+     "not a readable trained model"),
+    ("rank: model.pt cut short", cut_short("models/ListMLE/fold1/model.pt"), RANK, "model.pt",
+     "not a readable trained model"),
+    ("rank: empty model.pt", emptied("models/ListMLE/fold1/model.pt"), RANK, "model.pt", "not a readable trained model"),
+    ("rank: no model", lambda d: shutil.rmtree(d / "models/ListMLE"), RANK, "ListMLE/fold1", "trained model not found"),
+    ("train: prior of garbage", garbage("models/ListMLE/fold1/model.pt"),
+     TRAIN("MMR", "--prior", "models/ListMLE/fold1"), "model.pt", "not a readable trained model"),
+    ("train: prior missing", nothing, TRAIN("MMR"), "--prior", "model row MMR needs its prior 'ListMLE'"),
+    # samples .npz
+    ("train: samples of garbage", garbage("samples/fold1/samples.npz"), TRAIN("PAMM", "--samples", "samples/fold1"),
+     "samples.npz", "not a readable samples file"),
+    ("train: samples cut short", cut_short("samples/fold1/samples.npz"), TRAIN("PAMM", "--samples", "samples/fold1"),
+     "samples.npz", "not a readable samples file"),
+    ("train: samples missing", lambda d: shutil.rmtree(d / "samples"), TRAIN("PAMM", "--samples", "samples/fold1"),
+     "samples", "samples file not found"),
+    ("train: samples of another fold's queries",
+     lambda d: other_samples(d),
+     TRAIN("PAMM", "--samples", "samples/fold2"), "--samples", "samples do not match the training bundle"),
+    ("train: samples needed but not given", nothing, TRAIN("PAMM"), "--samples", "objective pamm needs the fold's"),
+    # vector tables: read by bundle and features diversity
+    ("bundle: vectors cut short", cut_short("embed/lda.parquet"), BUNDLE, "lda.parquet", "not a readable Parquet"),
+    ("bundle: empty vectors file", emptied("embed/lda.parquet"), BUNDLE, "lda.parquet", "not a readable Parquet"),
+    ("bundle: NaN in a vector", table("embed/lda.parquet", first_vector(lambda v: np.full_like(v, np.nan))), BUNDLE,
+     "lda.parquet", "vector in row 1 has a value that is not a finite float32"),
+    ("diversity: float64 overflow in a vector",
+     table("embed/lda.parquet", lambda f: f.assign(vector=[np.full(len(v), 1e300 if i == 0 else 0.0)
+                                                            for i, v in enumerate(f["vector"])])), DIVERSITY,
+     "lda.parquet", "vector in row 1 has a value that is not a finite float32"),
+    ("diversity: vectors of text", table("embed/lda.parquet", lambda f: f.assign(vector="x")), DIVERSITY,
+     "lda.parquet", "column 'vector' must hold lists of numbers"),
+    ("bundle: vectors of different lengths", table("embed/lda.parquet", first_vector(lambda v: v[:2])), BUNDLE,
+     "lda.parquet", "vectors of different lengths"),
+    ("bundle: vectors without docno", table("embed/lda.parquet", lambda f: f.rename(columns={"docno": "doc"})),
+     BUNDLE, "lda.parquet", "needs the text key columns docno"),
+    ("diversity: vector table without rows", table("embed/lda.parquet", lambda f: f.iloc[:0]), DIVERSITY,
+     "lda.parquet", "vector table has no rows"),
+    ("bundle: pseudo vectors keyed by number", table("pd/lda.parquet", lambda f: f.assign(sugg_id=1)), BUNDLE,
+     "pd/lda.parquet", "needs the text key columns qid, sugg_id"),
+    # feature tables: read by bundle
+    ("bundle: relevance cut short", cut_short("rel.parquet"), BUNDLE, "rel.parquet", "not a readable Parquet"),
+    ("bundle: relevance feature of text", table("rel.parquet", lambda f: f.assign(**{f.columns[-1]: "x"})), BUNDLE,
+     "rel.parquet", "is not numeric"),
+    ("bundle: relevance lacks a feature", table("rel.parquet", lambda f: f.drop(columns=[f.columns[-1]])), BUNDLE,
+     "rel.parquet", "feature table lacks columns"),
+    ("bundle: relevance without rows", table("rel.parquet", lambda f: f.iloc[:0]), BUNDLE, "rel.parquet",
+     "feature table has no rows"),
+    ("bundle: NaN relevance feature", table("rel.parquet", lambda f: f.__setitem__(f.columns[-1], np.nan)), BUNDLE,
+     "rel.parquet", "non-finite feature value in row 1"),
+    ("bundle: inf diversity feature", table("div.parquet", lambda f: f.__setitem__(f.columns[-1], np.inf)), BUNDLE,
+     "div.parquet", "non-finite feature value in row 1"),
+    ("bundle: diversity feature of text", table("div.parquet", lambda f: f.assign(**{f.columns[-1]: "x"})), BUNDLE,
+     "div.parquet", "is not numeric"),
+    ("bundle: diversity keyed by number", table("div.parquet", lambda f: f.assign(qid=1)), BUNDLE, "div.parquet",
+     "key column 'qid' is not text"),
+    # collection tables and documents
+    ("evaluate: grade of text", table("coll/qrels.parquet", lambda f: f.assign(grade="high")), EVALUATE,
+     "qrels.parquet", "grade 'high' in row 1 is not an integer in [0, 127]"),
+    ("evaluate: folds cut short", cut_short("coll/folds.parquet"), EVALUATE, "folds.parquet", "not a readable Parquet"),
+    ("train: fold out of range", table("coll/folds.parquet", lambda f: f.assign(fold=f["fold"].astype("int64") + 2**40)),
+     TRAIN("ListMLE"), "folds.parquet", "fold 1099511627777 in row 1 is not an integer in [1, 127]"),
+    ("relevance: documents cut short", cut_short("coll/docs.parquet"), RELEVANCE, "docs.parquet",
+     "not a readable Parquet"),
+    ("relevance: negative inlinks", table("coll/docs.parquet", lambda f: f.assign(inlinks=-1.0)), RELEVANCE,
+     "docs.parquet", "column 'inlinks' of document"),
+    ("relevance: --docs not UTF-8", lambda d: (d / "docs.jsonl").write_bytes(b'{"docno": "a"}\n{"docno": "\xff"}\n'),
+     lambda d: RELEVANCE(d) + ["--docs", d / "docs.jsonl"], "docs.jsonl:2", "not UTF-8 text"),
+    ("pseudo-docs: embed model of garbage", garbage("embed/lda.model"),
+     lambda d: ["pseudo-docs", *C(d), *P(d), "--embed-dir", d / "embed", "--out", d / "pd"], "lda.model",
+     "not a readable lda model of 'srdiv embed'"),
+    ("subset: no queries", nothing, SUBSET(queries=0), "coll", "--queries 0: choose 1 to 2"),
+    ("subset: more queries than the collection", nothing, SUBSET(queries=1000), "coll", "--queries 1000: choose 1 to 2"),
+    ("subset: one fold", nothing, SUBSET(folds=1), "coll", "--folds 1: choose 2 to 2"),
+    ("import-dssa: document vectors not UTF-8", release(line_changed("doc.emb", 3, b"doc\xff\t0.5")), IMPORT,
+     "doc.emb:3", "not UTF-8 text"),
+    ("import-dssa: a vector value beyond float32", release(line_changed("query.emb", 2, b"some query\t1e300")), IMPORT,
+     "query.emb:2", ""),
+    ("import-dssa: relevance features of garbage", release(lambda f: (f / "rel_feat.csv").write_bytes(b"\xff\x00" * 9)),
+     IMPORT, "rel_feat.csv", ""),
+    ("import-dssa: candidates not JSON", release(lambda f: (f / "candidates.json").write_text("{'1': [}")),
+     lambda d: IMPORT(d) + ["--candidates", d / "release/candidates.json"], "candidates.json:1", "malformed JSON"),
+    ("import-dssa: --embed-out inside the release", release(lambda f: None),
+     lambda d: [a if a != d / "imported/embed.parquet" else d / "release/doc.parquet" for a in IMPORT(d)],
+     "doc.parquet", "lies inside the input directory"),
+    # folds, runs and metrics
+    ("train: a fold the collection lacks", nothing, lambda d: TRAIN("ListMLE")(d) + ["--fold", 9],
+     "folds.parquet", "fold 9 is not in the folds table"),
+    ("samples: a fold the collection lacks", nothing, lambda d: SAMPLES(d) + ["--fold", 9], "folds.parquet",
+     "fold 9 is not in the folds table"),
+    ("evaluate: run of binary garbage", garbage("models/ListMLE/fold1/run.txt"), EVALUATE, "run.txt", ""),
+    ("gather: metrics cut short", cut_short("models/ListMLE/fold1/metrics.parquet"), GATHER, "metrics.parquet",
+     "not a readable Parquet"),
+    ("gather: metric value of text", table("models/ListMLE/fold1/metrics.parquet", lambda f: f.assign(value="x")),
+     GATHER, "metrics.parquet", "value 'x' in row 1 is not a finite number"),
+    ("gather: NaN metric value", table("models/ListMLE/fold1/metrics.parquet", lambda f: f.assign(value=np.nan)),
+     GATHER, "metrics.parquet", "value nan in row 1 is not a finite number"),
+    ("gather: metrics lack a column", table("models/ListMLE/fold1/metrics.parquet", lambda f: f.drop(columns="measure")),
+     GATHER, "metrics.parquet", "metrics table lacks columns ['measure']"),
+    ("gather: metrics without rows", table("models/ListMLE/fold1/metrics.parquet", lambda f: f.iloc[:0]), GATHER,
+     "metrics.parquet", "metrics table has no rows"),
+    ("report: metrics of garbage", garbage("models/ListMLE/fold1/metrics.parquet"),
+     lambda d: ["report", "--metrics", d / "models/ListMLE/fold1/metrics.parquet", "--params", ROOT / "params.yaml",
+                "--out", d / "results"], "metrics.parquet", "not a readable Parquet"),
+    ("report: timings.json malformed", text("models/ListMLE/fold1/timings.json", '{"train_seconds": 1,\n'), REPORT,
+     "timings.json:2", "malformed JSON"),
+    ("report: hparams.json not an object", text("models/ListMLE/fold1/hparams.json", "[]"), REPORT, "hparams.json",
+     "hparams.json must hold a JSON object"),
+    ("report: hparams.json of something else", text("models/ListMLE/fold1/hparams.json", '{"row": "x"}'), REPORT,
+     "hparams.json", "not an hparams.json of srdiv train"),
+    ("report: benchmark record of garbage",
+     lambda d: ((d / "bench/train").mkdir(parents=True), (d / "bench/train/ListMLE-fold1.tsv").write_text("x\ty\n1\n")),
+     REPORT, "ListMLE-fold1.tsv", "table lacks columns ['s', 'max_rss']"),
+    ("report: new metrics, but a learning curve cut short (read after the new tables are made)",
+     lambda d: (table("metrics.parquet", lambda f: f.assign(value=f["value"] / 2))(d),
+                cut_short("models/ListMLE/fold1/curve.parquet")(d)),
+     REPORT, "curve.parquet", "not a readable Parquet"),                # the old report stays whole
+    # a model or prior trained on another bundle
+    ("rank: a bundle with other feature sizes", arrays("bundle.npz", fewer_features), RANK, "--bundle",
+     "trained on a bundle with feats = 18, this bundle has 5"),
+    ("train: a prior trained on another bundle", arrays("bundle.npz", fewer_features),
+     TRAIN("MMR", "--prior", "models/ListMLE/fold1"), "--prior",
+     "was trained on a bundle with 18 relevance and 6 diversity features, this bundle has 5 and 6"),
+    # outputs: never over an input, never inside an input directory, OS errors in one line
+    ("bundle: --out is its relevance input", nothing, out_at(BUNDLE, "rel.parquet"), "rel.parquet",
+     "the output is also an input"),
+    ("bundle: --out inside the collection", nothing, out_at(BUNDLE, "coll/qrels.parquet"), "qrels.parquet",
+     "lies inside the input directory"),
+    ("evaluate: --out over the collection's qrels", nothing, out_at(EVALUATE, "coll/qrels.parquet"), "qrels.parquet",
+     "lies inside the input directory"),
+    ("relevance: --out over the documents", nothing, out_at(RELEVANCE, "coll/docs.parquet"), "docs.parquet",
+     "lies inside the input directory"),
+    ("embed: --out is the collection", nothing, lambda d: ["embed", *C(d), *P(d), "--out", d / "coll"], "coll",
+     "the output is also an input"),
+    ("pseudo-docs: --out is its embed directory", nothing,
+     lambda d: ["pseudo-docs", *C(d), *P(d), "--embed-dir", d / "embed", "--out", d / "embed"], "embed",
+     "the output is also an input"),
+    ("rank: --out is the bundle", nothing, out_at(RANK, "bundle.npz"), "bundle.npz", "the output is also an input"),
+    ("bundle: --out under a file", nothing, out_at(BUNDLE, "rel.parquet/bundle.npz"), "rel.parquet", ""),
+    ("bundle: --out is a directory", lambda d: (d / "newdir").mkdir(), out_at(BUNDLE, "newdir"), "newdir", ""),
+    ("gather: --out name too long", nothing, out_at(GATHER, "m" * 300 + ".parquet"), "mmmm", "too long"),
+    ("train: --out directory is a file", lambda d: (d / "taken").write_text("x"), out_at(TRAIN("ListMLE"), "taken"),
+     "taken", ""),
+    # params: checked once, at load, before any work
+    ("train: params not UTF-8", lambda d: (d / "overlay.yaml").write_bytes(b"seed: 1\nnote: \xff\n"),
+     TRAIN("ListMLE"), "overlay.yaml:2", "not UTF-8 text"),
+    ("train: params YAML syntax", text("overlay.yaml", "train: {epochs: [\n"), TRAIN("ListMLE"), "overlay.yaml:2",
+     "invalid YAML"),
+    ("train: params seed beyond 32 bits", text("overlay.yaml", "seed: 100000000000000000000000\n"), TRAIN("ListMLE"),
+     "overlay.yaml", "'seed' must be an integer in [0, 4294967295]"),
+    ("train: params unknown key", text("overlay.yaml", "train: {epoch: 3}\n"), TRAIN("ListMLE"), "overlay.yaml",
+     "unknown key 'train.epoch'"),
+    ("train: params value of the wrong type", text("overlay.yaml", "train: {patience: many}\n"), TRAIN("ListMLE"),
+     "overlay.yaml", "'train.patience' must be an integer"),
+    ("train: objective value out of range",
+     text("overlay.yaml", "models: {DALETOR: {objective_params: {temperature: 0}}}\n"), TRAIN("DALETOR"),
+     "overlay.yaml", "models.DALETOR.objective_params: temperature must be > 0"),
+    ("train: tuned objective value unknown",
+     text("overlay.yaml", "models: {DALETOR: {tune: {objective.metric: [alpha_dcg, bogus]}}}\n"), TRAIN("DALETOR"),
+     "overlay.yaml", "models.DALETOR.objective_params: metric must be one of"),
+    ("embed: params unknown nested key", text("overlay.yaml", "embed: {doc2vec: {vectorsize: 3}}\n"),
+     lambda d: ["embed", *C(d), *P(d), "--out", d / "embed"], "overlay.yaml", "unknown key 'embed.doc2vec.vectorsize'"),
+    ("relevance: params file is a directory", lambda d: ((d / "overlay.yaml").unlink(), (d / "overlay.yaml").mkdir()),
+     RELEVANCE, "overlay.yaml", ""),
+]
+
+
+def snapshot(d: Path) -> dict:
+    return {p.relative_to(d): p.read_bytes() for p in sorted(d.rglob("*")) if p.is_file()}
+
+
+@pytest.mark.parametrize("name, spoil, command, where, why", CASES, ids=[c[0] for c in CASES])
+def test_bad_input_is_one_line_and_loses_nothing(workspace, tmp_path, name, spoil, command, where, why):
+    d = tmp_path / "w"
+    shutil.copytree(workspace, d)
+    spoil(d)
+    args = command(d)
+    before = snapshot(d)
+    code, err = cli(*args)
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert code == 2, err[-3000:]
+    assert len(lines) == 1 and lines[0].startswith("error: "), err[-3000:]
+    assert "Traceback" not in err
+    assert where in lines[0] and why in lines[0], lines[0]
+    after = snapshot(d)
+    assert after.keys() == before.keys(), sorted(set(map(str, after)) ^ set(map(str, before)))  # no new, no lost file
+    assert [p for p in before if after[p] != before[p]] == []                                   # none changed
