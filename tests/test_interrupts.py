@@ -58,9 +58,12 @@ def test_sigterm_in_a_command_exits_143_through_the_cleanup(evaluate_argv, monke
 @pytest.mark.parametrize("sig,codes", [(signal.SIGINT, (130, -signal.SIGINT)), (signal.SIGTERM, (143, -signal.SIGTERM))])
 def test_a_real_command_stopped_by_a_signal_fails(sig, codes, tmp_path):
     """``srdiv embed`` on the default collection, signalled after 4 s: a failure status, no finished output."""
+    # a shell that starts a command in the background ignores SIGINT for it, and children inherit that:
+    # the command under test gets the default disposition, as a command run from a terminal has
     proc = subprocess.Popen([str(SRDIV), "embed", "--collection", "data/collections/wordnet-div", "--params",
                              "params.yaml", "--out", str(tmp_path / "embed")], cwd=ROOT,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     time.sleep(4)
     proc.send_signal(sig)
     _, err = proc.communicate(timeout=60)
