@@ -223,6 +223,10 @@ def line_changed(name, number, new):
     return change
 
 
+DOC = '{"docno": "d1", "title": "a", "body": "b", "anchor": "c", "url": "http://d.org/1"}'
+"""One line of a documents file (JSON Lines)."""
+
+
 def replace_dir_by_file(rel):
     def spoil(d):
         shutil.rmtree(d / rel)
@@ -306,6 +310,14 @@ CASES = [
      "div.parquet", "is not numeric"),
     ("bundle: diversity keyed by number", table("div.parquet", lambda f: f.assign(qid=1)), BUNDLE, "div.parquet",
      "key column 'qid' is not text"),
+    ("bundle: diversity lacks a feature", table("div.parquet", lambda f: f.drop(columns="url_sim")), BUNDLE,
+     "div.parquet", "feature table lacks columns ['url_sim']"),
+    ("bundle: diversity lacks subtopic_div", table("div.parquet", lambda f: f.drop(columns="subtopic_div")), BUNDLE,
+     "div.parquet", "feature table lacks columns ['subtopic_div']"),
+    ("bundle: diversity with a feature more", table("div.parquet", lambda f: f.assign(other_div=0.5)), BUNDLE,
+     "div.parquet", "are not the expected"),
+    ("bundle: diversity that does not record its features", table("div.parquet", lambda f: f.attrs.clear()), BUNDLE,
+     "div.parquet", "does not record its feature columns"),
     # collection tables and documents
     ("evaluate: grade of text", table("coll/qrels.parquet", lambda f: f.assign(grade="high")), EVALUATE,
      "qrels.parquet", "grade 'high' in row 1 is not an integer in [0, 127]"),
@@ -316,6 +328,18 @@ CASES = [
      "not a readable Parquet"),
     ("relevance: negative inlinks", table("coll/docs.parquet", lambda f: f.assign(inlinks=-1.0)), RELEVANCE,
      "docs.parquet", "column 'inlinks' of document"),
+    ("relevance: document titles of numbers", table("coll/docs.parquet", lambda f: f.assign(title=5)), RELEVANCE,
+     "docs.parquet", "column 'title' in row 1 is not text (got 5)"),
+    ("relevance: --docs with a body of numbers",
+     text("docs.jsonl", DOC + "\n\n" + DOC.replace('"b"', "3").replace("d1", "d2") + "\n"),
+     lambda d: RELEVANCE(d) + ["--docs", d / "docs.jsonl"], "docs.jsonl:3", "column 'body' is not text (got 3)"),
+    ("relevance: --docs with a docno of numbers", text("docs.jsonl", DOC.replace('"d1"', "7") + "\n"),
+     lambda d: RELEVANCE(d) + ["--docs", d / "docs.jsonl"], "docs.jsonl:1", "column 'docno' is not text (got 7)"),
+    ("diversity: links of numbers", table("coll/docs.parquet", lambda f: f.assign(links=[[1, 2]] * len(f))),
+     DIVERSITY, "docs.parquet", "column 'links' in row 1 is not a list of docnos"),
+    ("diversity: --docs with links of text", text("docs.jsonl", DOC.replace("}", ', "links": "d2"}') + "\n"),
+     lambda d: DIVERSITY(d) + ["--docs", d / "docs.jsonl"], "docs.jsonl:1",
+     "column 'links' is not a list of docnos (text) (got 'd2')"),
     ("relevance: --docs not UTF-8", lambda d: (d / "docs.jsonl").write_bytes(b'{"docno": "a"}\n{"docno": "\xff"}\n'),
      lambda d: RELEVANCE(d) + ["--docs", d / "docs.jsonl"], "docs.jsonl:2", "not UTF-8 text"),
     ("pseudo-docs: embed model of garbage", garbage("embed/lda.model"),
@@ -332,6 +356,9 @@ CASES = [
      IMPORT, "rel_feat.csv", ""),
     ("import-dssa: candidates not JSON", release(lambda f: (f / "candidates.json").write_text("{'1': [}")),
      lambda d: IMPORT(d) + ["--candidates", d / "release/candidates.json"], "candidates.json:1", "malformed JSON"),
+    ("import-dssa: one path for two outputs", release(lambda f: None),
+     lambda d: [d / "imported/embed.parquet" if a == d / "imported/pseudo.parquet" else a for a in IMPORT(d)],
+     "embed.parquet", "the same output is given twice"),
     ("import-dssa: --embed-out inside the release", release(lambda f: None),
      lambda d: [a if a != d / "imported/embed.parquet" else d / "release/doc.parquet" for a in IMPORT(d)],
      "doc.parquet", "lies inside the input directory"),
@@ -363,6 +390,8 @@ CASES = [
     ("report: benchmark record of garbage",
      lambda d: ((d / "bench/train").mkdir(parents=True), (d / "bench/train/ListMLE-fold1.tsv").write_text("x\ty\n1\n")),
      REPORT, "ListMLE-fold1.tsv", "table lacks columns ['s', 'max_rss']"),
+    ("report: tables/ holds a file of its own", text("results/tables/notes.txt", "mine"), REPORT, "tables",
+     "holds files the report does not write (notes.txt)"),
     ("report: new metrics, but a learning curve cut short (read after the new tables are made)",
      lambda d: (table("metrics.parquet", lambda f: f.assign(value=f["value"] / 2))(d),
                 cut_short("models/ListMLE/fold1/curve.parquet")(d)),
@@ -437,3 +466,146 @@ def test_bad_input_is_one_line_and_loses_nothing(workspace, tmp_path, name, spoi
     after = snapshot(d)
     assert after.keys() == before.keys(), sorted(set(map(str, after)) ^ set(map(str, before)))  # no new, no lost file
     assert [p for p in before if after[p] != before[p]] == []                                   # none changed
+
+
+# ---------------------------------------------------------------------------------- several outputs, one step
+
+
+def interrupt_swap(monkeypatch, targets: list[Path], after: int, check=lambda: None):
+    """``os.replace`` that raises KeyboardInterrupt right after the ``after``-th of the renames that move
+    ``targets`` aside or into place (before the first, for 0), and calls ``check`` after every rename."""
+    import os
+
+    real, done = os.replace, []
+
+    def replace(src, dst):
+        swap = "interrupted" not in done and (
+            Path(src) in targets or (Path(dst) in targets and not str(src).endswith(".old")))
+        if swap and after == 0:
+            done.append("interrupted")
+            raise KeyboardInterrupt
+        real(src, dst)
+        check()
+        if swap:
+            done.append("renamed")
+            if len(done) == after:
+                done.append("interrupted")
+                raise KeyboardInterrupt
+    monkeypatch.setattr(os, "replace", replace)
+    return done
+
+
+def hidden_temps(d: Path) -> list[Path]:
+    return sorted(p for p in d.rglob(".*.tmp*"))
+
+
+@pytest.mark.parametrize("after", range(7))
+def test_import_dssa_replaces_its_three_tables_together(tmp_path, monkeypatch, after):
+    """An interrupt before, between or right after any of the six renames that swap the three tables
+    (three aside, three in) leaves the three old ones."""
+    import os
+
+    d = tmp_path
+    release(lambda f: None)(d)
+    assert cli(*IMPORT(d))[0] == 0
+    outs = [d / "imported" / name for name in ("embed.parquet", "pseudo.parquet", "relevance.parquet")]
+    before = {p: (p.read_bytes(), os.stat(p).st_ino) for p in outs}
+    lines = (d / "release/doc.emb").read_text().split("\n")
+    lines[0] = "\t".join(lines[0].split("\t")[:1] + ["0.5"] * (len(lines[0].split("\t")) - 1))
+    (d / "release/doc.emb").write_text("\n".join(lines))                 # a release with other vectors
+    with monkeypatch.context() as patch:
+        done = interrupt_swap(patch, outs, after)
+        assert cli(*IMPORT(d))[0] == 130
+    assert done == ["renamed"] * after + ["interrupted"]
+    assert {p: (p.read_bytes(), os.stat(p).st_ino) for p in outs} == before
+    assert hidden_temps(d) == []
+    assert cli(*IMPORT(d))[0] == 0
+    assert outs[0].read_bytes() != before[outs[0]][0] and all(os.stat(p).st_ino != before[p][1] for p in outs)
+    assert hidden_temps(d) == []
+
+
+@pytest.mark.parametrize("after", range(4))
+def test_an_interrupted_swap_leaves_outputs_as_they_were(tmp_path, monkeypatch, after):
+    """Of a directory that existed and a file that did not, an interrupt at any point of the swap leaves
+    the old directory and no file; uninterrupted, both new ones."""
+    from srdiv.io import atomic_set
+
+    old_dir, new_file = tmp_path / "out", tmp_path / "deeper/new.txt"
+    (old_dir / "sub").mkdir(parents=True)
+    (old_dir / "sub/a.txt").write_text("old")
+
+    def make(targets):
+        with atomic_set(targets) as (directory, file):
+            (directory / "sub").mkdir(parents=True)
+            (directory / "sub/a.txt").write_text("new")
+            file.write_text("new")
+
+    with monkeypatch.context() as patch:
+        done = interrupt_swap(patch, [old_dir, new_file], after)
+        with pytest.raises(KeyboardInterrupt):
+            make([old_dir, new_file])
+    assert done == ["renamed"] * after + ["interrupted"]     # 1 aside, 2 in: every gap
+    assert (old_dir / "sub/a.txt").read_text() == "old" and not new_file.exists()
+    assert hidden_temps(tmp_path) == []
+    make([old_dir, new_file])
+    assert (old_dir / "sub/a.txt").read_text() == "new" == new_file.read_text()
+
+
+def test_report_replaces_readme_tables_and_plots_together(workspace, tmp_path, monkeypatch):
+    """The report's three outputs are swapped with renames: while a README exists, the tables and plots
+    beside it are of its own report; an interrupt puts the old report back; metrics.parquet is not touched."""
+    import os
+
+    d = tmp_path / "w"
+    shutil.copytree(workspace, d)
+    res = d / "results"
+    shutil.copy(d / "metrics.parquet", res / "metrics.parquet")       # the input in the results directory
+    args = REPORT(d)
+    args[args.index("--metrics") + 1] = res / "metrics.parquet"
+    assert cli(*args)[0] == 0
+    pd.read_parquet(res / "metrics.parquet").assign(value=lambda f: f["value"] / 2).to_parquet(res / "metrics.parquet")
+    metrics = ((res / "metrics.parquet").read_bytes(), os.stat(res / "metrics.parquet").st_ino)
+    parts = ("README.md", "tables", "plots")
+    old = {name: os.stat(res / name).st_ino for name in parts}
+    before = snapshot(res)
+
+    def one_report_at_a_time():
+        if (res / "README.md").exists():
+            readme_is_old = os.stat(res / "README.md").st_ino == old["README.md"]
+            for name in ("tables", "plots"):
+                assert (os.stat(res / name).st_ino == old[name]) == readme_is_old, name
+
+    with monkeypatch.context() as patch:
+        interrupt_swap(patch, [res / name for name in parts], 5, one_report_at_a_time)   # before the README arrives
+        assert cli(*args)[0] == 130
+    assert snapshot(res) == before and {name: os.stat(res / name).st_ino for name in parts} == old
+    with monkeypatch.context() as patch:
+        interrupt_swap(patch, [], -1, one_report_at_a_time)
+        assert cli(*args)[0] == 0
+    assert all(os.stat(res / name).st_ino != old[name] for name in parts)
+    assert (res / "tables/main.md").read_bytes() != before[Path("tables/main.md")]
+    assert ((res / "metrics.parquet").read_bytes(), os.stat(res / "metrics.parquet").st_ino) == metrics
+    assert hidden_temps(d) == []
+
+
+def test_the_next_run_removes_a_killed_runs_temporary_files(workspace, tmp_path):
+    """SIGKILL leaves ``.NAME.XXXXXXXX.tmp`` beside an output; the next write of that output removes it,
+    and only srdiv's temporary files of its own outputs."""
+    d = tmp_path / "w"
+    shutil.copytree(workspace, d)
+    stale = [d / ".bundle.npz.k1ll3d_0.tmp", d / "results/.tables.k1ll3d_1.tmp", d / "results/.README.md.k1ll3d_2.tmp"]
+    stale[0].write_bytes(b"half a bundle")
+    (stale[1] / "tables").mkdir(parents=True)
+    (stale[1] / "tables/main.md").write_text("half a table")
+    (stale[2] / "README.md.old").mkdir(parents=True)
+    others = [d / ".bundle.npz.notes", d / ".other.k1ll3d_3.tmp", d / ".bundle.npz.x.k1ll3d_4.tmp",
+              d / "results/.plots.tmp"]
+    for path in others:
+        path.write_text("not a temporary file of this command's outputs")
+    assert cli(*BUNDLE(d))[0] == 0
+    assert cli(*REPORT(d))[0] == 0
+    assert [p for p in stale if p.exists()] == []
+    assert all(p.exists() for p in others) and hidden_temps(d) == sorted(others[1:])
+    with np.load(d / "bundle.npz", allow_pickle=False) as new, np.load(workspace / "bundle.npz") as old:
+        assert new.files == old.files and all(np.array_equal(new[k], old[k]) for k in old.files)
+    assert (d / "results/README.md").read_text().startswith("# Results: results")

@@ -36,6 +36,32 @@ def first_misfit(values, integer: bool, low: float = -np.inf, high: float = np.i
     return int(bad[0]) if bad.size else None
 
 
+def _fresh_temp(path: Path, directory: bool = False) -> Path:
+    """A new hidden ``.NAME.XXXXXXXX.tmp`` file (readable as outputs are, not ``mkstemp``'s 0600) or
+    directory beside ``path``, after removing those a killed run (SIGKILL) left for ``path``.
+
+    Only srdiv's own names for this ``path`` are removed: ``.NAME.`` + ``tempfile``'s random part,
+    which has no dot, + ``.tmp``; two runs writing the same output at once are not supported.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    prefix = f".{path.name}."
+    for entry in os.scandir(path.parent):
+        middle = entry.name[len(prefix):-len(".tmp")]
+        if entry.name.startswith(prefix) and entry.name.endswith(".tmp") and middle and "." not in middle:
+            if entry.is_dir(follow_symlinks=False):
+                shutil.rmtree(entry.path, ignore_errors=True)
+            else:
+                Path(entry.path).unlink(missing_ok=True)
+    if directory:
+        return Path(tempfile.mkdtemp(prefix=prefix, suffix=".tmp", dir=path.parent))
+    fd, tmp = tempfile.mkstemp(prefix=prefix, suffix=".tmp", dir=path.parent)
+    os.close(fd)
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(tmp, 0o666 & ~umask)
+    return Path(tmp)
+
+
 @contextlib.contextmanager
 def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
     """Yield a temporary path beside ``path``; rename it to ``path`` only on success.
@@ -44,13 +70,7 @@ def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
     so no half-written output is ever left under the final name.
     """
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    os.close(fd)
-    umask = os.umask(0)
-    os.umask(umask)
-    os.chmod(tmp, 0o666 & ~umask)  # mkstemp's 0600 would make outputs private to their writer
-    tmp_path = Path(tmp)
+    tmp_path = _fresh_temp(path)
     try:
         yield tmp_path
         os.replace(tmp_path, path)
@@ -60,36 +80,68 @@ def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
 
 
 @contextlib.contextmanager
+def atomic_set(paths: list[str | os.PathLike]) -> Iterator[list[Path]]:
+    """Yield a new path for each of ``paths`` (files or directories, each in a temporary directory
+    beside its own); they replace ``paths`` together, only on success.
+
+    Once every new one is made, the old ones are renamed aside in the order given, then the new
+    ones renamed into place in the reverse order; one the caller did not make leaves its path
+    absent. An error or an interrupt on the way puts the old ones back: ``paths`` are all old or
+    all new, and while the first of them exists, all that exist are of one set. Only SIGKILL during
+    those renames (a few system calls, which it gives no clean-up) can leave a mix, or none of them.
+    """
+    paths = [Path(p) for p in paths]
+    twice = [p for i, p in enumerate(paths) if p.resolve() in {q.resolve() for q in paths[:i]}]
+    if twice:
+        raise InputError(twice[0], "the same output is given twice; choose one path per output")
+    temps = []
+    try:
+        for path in paths:
+            temps.append(_fresh_temp(path, directory=True))
+        news = [tmp / path.name for tmp, path in zip(temps, paths)]
+        olds = [tmp / f"{path.name}.old" for tmp, path in zip(temps, paths)]
+        yield news
+        existed = [os.path.lexists(path) for path in paths]
+        for new, path, there in zip(news, paths, existed):
+            if there and os.path.lexists(new) and path.is_dir() != new.is_dir():
+                raise InputError(path, f"output exists and is {'' if path.is_dir() else 'not '}a directory")
+        try:
+            for old, path, there in zip(olds, paths, existed):
+                if there:
+                    os.replace(path, old)
+            for new, path in reversed(list(zip(news, paths))):
+                if os.path.lexists(new):
+                    os.replace(new, path)
+        except BaseException:      # judged by what lies where: an interrupt may fall right after a rename
+            for new, old, path, there in zip(news, olds, paths, existed):
+                if os.path.lexists(path) and not os.path.lexists(new) and (os.path.lexists(old) or not there):
+                    os.replace(path, new)        # a new one that had arrived leaves, the first first
+            for old, path in reversed(list(zip(olds, paths))):
+                if os.path.lexists(old):
+                    os.replace(old, path)        # the old ones come back, the first last
+            raise
+    finally:
+        for tmp in temps:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+@contextlib.contextmanager
 def atomic_dir(path: str | os.PathLike, marker: str) -> Iterator[Path]:
     """Yield a temporary directory beside ``path``; it replaces ``path`` as a whole only on success.
 
     For outputs of several files (a collection, ``srdiv embed``'s vectors and models): an
-    interrupt or an error leaves the old directory or the new one, never a mix. An existing
-    ``path`` that is not a directory, or a non-empty one without the file ``marker`` (so not an
-    earlier output of the same kind), is refused rather than replaced.
+    interrupt or an error leaves the old directory or the new one, never a mix (:func:`atomic_set`).
+    An existing ``path`` that is not a directory, or a non-empty one without the file ``marker``
+    (so not an earlier output of the same kind), is refused rather than replaced.
     """
     path = Path(path)
     if path.exists() and not path.is_dir():
         raise InputError(path, "output directory exists and is not a directory")
     if path.is_dir() and any(path.iterdir()) and not (path / marker).exists():
         raise InputError(path, f"output directory holds other files (no {marker}); choose a new or empty one")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent))
-    umask = os.umask(0)
-    os.umask(umask)
-    os.chmod(tmp, 0o777 & ~umask)
-    old = tmp.with_name(tmp.name + ".old")
-    try:
+    with atomic_set([path]) as (tmp,):
+        tmp.mkdir()
         yield tmp
-        if path.exists():
-            os.replace(path, old)
-        os.replace(tmp, path)
-    except BaseException:
-        if old.exists() and not path.exists():
-            os.replace(old, path)          # interrupted between the two renames: the old one stays
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-    shutil.rmtree(old, ignore_errors=True)
 
 
 def check_output(out: str | os.PathLike, inputs: list[str | os.PathLike], whole_dir: bool = False) -> None:

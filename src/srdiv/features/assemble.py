@@ -22,6 +22,7 @@ import pandas as pd
 
 from srdiv.collection.schema import Collection
 from srdiv.features.bundle import Bundle
+from srdiv.features.diversity import RECORDED_FEATURES
 from srdiv.features.relevance import candidate_matrix, candidates, warn_missing
 from srdiv.io import InputError, read_parquet
 from srdiv.text.documents import doc_positions
@@ -46,14 +47,20 @@ def _lookup(keys: pd.DataFrame, matrix: np.ndarray, wanted: pd.DataFrame, on: li
 
 def read_feature_table(path, keys: list[str], names: list[str] | None = None) -> pd.DataFrame:
     """A feature table (``features relevance`` or ``features diversity`` output) checked before use:
-    the text ``keys`` columns, numeric feature columns (exactly ``names`` when given), at least one
-    row, every value finite; else one :class:`InputError` naming ``path``."""
+    the text ``keys`` columns, numeric feature columns (exactly ``names``, or when None exactly those
+    the table records it was made with: :data:`srdiv.features.diversity.RECORDED_FEATURES`), at least
+    one row, every value finite; else one :class:`InputError` naming ``path``."""
     frame = read_parquet(path)
-    missing = [c for c in keys + (names or []) if c not in frame.columns]
+    if names is None:
+        names = frame.attrs.get(RECORDED_FEATURES)
+        if not (isinstance(names, list) and all(isinstance(n, str) for n in names)):
+            raise InputError(path, "the table does not record its feature columns (not made by this version of "
+                                   "'srdiv features diversity'); make it again")
+    missing = [c for c in keys + names if c not in frame.columns]
     if missing:
         raise InputError(path, f"feature table lacks columns {missing}")
     columns = [c for c in frame.columns if c not in keys]
-    if names is not None and columns != names:
+    if columns != names:
         raise InputError(path, f"feature columns {columns} are not the expected {names}")
     if not columns:
         raise InputError(path, "feature table has no feature columns")

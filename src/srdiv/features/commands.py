@@ -70,19 +70,21 @@ def import_dssa(
     relevance_out: Path = typer.Option(..., help="Relevance features (features/relevance.parquet)."),
     params: Optional[list[Path]] = PARAMS,
 ) -> None:
-    """Read the precomputed DSSA release into the tables the text stages write."""
+    """Read the precomputed DSSA release into the tables the text stages write (the three replace
+    the old ones together: :func:`srdiv.io.atomic_set`)."""
     from srdiv.collection.schema import load_collection
     from srdiv.features.dssa_import import check_candidates, import_release
-    from srdiv.io import write_parquet
+    from srdiv.io import atomic_set, write_parquet
     from srdiv.text.embed import write_vectors
 
     coll = load_collection(collection)
     if candidates is not None:
         check_candidates(coll, candidates, int(load_stage_params(params, "features")["rank_docs"]))
     doc_vectors, pseudo_vectors, rel = import_release(coll, release)
-    write_vectors(*doc_vectors, embed_out)
-    write_vectors(*pseudo_vectors, pseudo_docs_out)
-    write_parquet(rel, relevance_out)
+    with atomic_set([embed_out, pseudo_docs_out, relevance_out]) as (embed_tmp, pseudo_tmp, relevance_tmp):
+        write_vectors(*doc_vectors, embed_tmp)
+        write_vectors(*pseudo_vectors, pseudo_tmp)
+        write_parquet(rel, relevance_tmp)
     typer.echo(f"{len(doc_vectors[0])} document vectors, {len(pseudo_vectors[0])} query/suggestion vectors, "
                f"{len(rel)} feature rows", err=True)
 

@@ -21,7 +21,8 @@ Links come from the optional ``links`` column of the documents (a list of
 docnos the document points to; for ``wordnet-div``, the synset's WordNet
 pointers play the role of hyperlinks when the collection carries them).
 Without the column ``link_sim`` is left out, with a warning. Without document text (the DSSA release) only ``subtopic_div`` can be
-computed, and only it is written.
+computed, and only it is written. The table records which features it holds (:data:`RECORDED_FEATURES`),
+so one that lost a column later is refused rather than read as a smaller set.
 
 Fallbacks: a missing or empty field is a zero vector, whose cosine with
 anything is 0 (diversity 1); a document without a vector is the zero vector.
@@ -46,6 +47,10 @@ from srdiv.text.documents import doc_positions, join_columns
 
 TEXT_FEATURES = {"text_div": "body", "title_div": "title", "anchor_div": "anchor"}
 """Cosine-diversity features and the document column each reads."""
+
+RECORDED_FEATURES = "feature_columns"
+"""Key of the table's ``attrs`` (kept in its Parquet file) naming the feature columns it was made with,
+which depend on the text available: :func:`srdiv.features.assemble.read_feature_table` holds a table to them."""
 
 
 def euclidean(vectors: np.ndarray) -> np.ndarray:
@@ -157,4 +162,5 @@ def diversity_features(coll: Collection, docs: pd.DataFrame | None, vectors: tup
     })
     for name, values in feats.items():
         out[name] = values[q_idx, a[p_idx], b[p_idx]]
+    out.attrs[RECORDED_FEATURES] = list(feats)
     return out

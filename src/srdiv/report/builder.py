@@ -4,9 +4,6 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
-import os
-import shutil
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -14,7 +11,7 @@ import numpy as np
 import pandas as pd
 
 from srdiv.experiment import in_folds, model_rows, run_rows
-from srdiv.io import InputError, read_json, read_parquet, read_tsv, write_text
+from srdiv.io import InputError, atomic_set, read_json, read_parquet, read_tsv, write_text
 from srdiv.metrics.gather import reference_runs
 from srdiv.provenance import git_commit, machine
 from srdiv.report import plots
@@ -210,40 +207,39 @@ def convergence_note(perf: pd.DataFrame) -> str:
             f"({last / total:.0%}); the others stopped early or peaked before their last epoch.")
 
 
+REPORT_SUFFIXES = {".md", ".tex", ".html", ".png", ".svg"}
+"""Kinds of file the report writes into ``tables/`` and ``plots/``."""
+
+
 def build_report(metrics_path: Path, params: dict, params_paths: list[Path], out_dir: Path,
                  models_dir: Path | None = None, benchmarks_dir: Path | None = None,
                  metric_at_k: pd.DataFrame | None = None) -> list[Path]:
     """Write tables (``tables/``), plots (``plots/``) and ``README.md`` under ``out_dir``.
 
     ``params_paths``: the params file and its overlays, merged in order into ``params``; the README
-    names each with its hash. The report is made in a directory beside ``out_dir`` and its files
-    moved into place only once every one is written: an error or an interrupt leaves the earlier
-    report as it was (``out_dir`` also holds other files, such as ``metrics.parquet``, so it is not
-    replaced as a whole). Files of an earlier report that this one did not write are then removed.
+    names each with its hash. The three are made beside their places and replace the earlier
+    report's together (:func:`srdiv.io.atomic_set`; the README leaves first and arrives last), so
+    an error or an interrupt leaves the earlier report as it was, and a README always lies beside
+    the tables it names. Other files of ``out_dir`` (its ``metrics.parquet``) are not touched;
+    ``tables/`` and ``plots/`` are the report's own, and refused when they hold other files.
     """
     out_dir = Path(out_dir)
-    out_dir.parent.mkdir(parents=True, exist_ok=True)
-    stage = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.report.", suffix=".tmp", dir=out_dir.parent))
-    try:
-        _write_report(metrics_path, params, params_paths, stage, out_dir.name, models_dir, benchmarks_dir,
-                      metric_at_k)
-        staged = sorted(p for p in stage.rglob("*") if p.is_file())
-        written = [out_dir / p.relative_to(stage) for p in staged]
-        for source, target in zip(staged, written):
-            target.parent.mkdir(parents=True, exist_ok=True)
-            os.replace(source, target)
-    finally:
-        shutil.rmtree(stage, ignore_errors=True)
-    for folder in (out_dir / "tables", out_dir / "plots"):   # files of an earlier report that this one did not write
-        for stale in set(folder.glob("*")) - set(written):
-            if stale.is_file() and stale.suffix in {".md", ".tex", ".html", ".png", ".svg"}:
-                stale.unlink()
-    return written
+    for folder in (out_dir / "tables", out_dir / "plots"):
+        others = sorted(p.name for p in folder.iterdir() if p.suffix not in REPORT_SUFFIXES or not p.is_file()) \
+            if folder.is_dir() else []
+        if others:
+            raise InputError(folder, f"holds files the report does not write ({', '.join(others[:3])}); "
+                                     f"move them elsewhere, the report replaces this directory")
+    with atomic_set([out_dir / "README.md", out_dir / "tables", out_dir / "plots"]) as (readme, table_dir, plot_dir):
+        _write_report(metrics_path, params, params_paths, readme, table_dir, plot_dir, out_dir.name, models_dir,
+                      benchmarks_dir, metric_at_k)
+    return sorted([out_dir / "README.md", *(out_dir / "tables").iterdir(), *(out_dir / "plots").iterdir()])
 
 
-def _write_report(metrics_path: Path, params: dict, params_paths: list[Path], out_dir: Path, name: str,
-                  models_dir: Path | None, benchmarks_dir: Path | None, metric_at_k: pd.DataFrame | None) -> None:
-    """The report's files under ``out_dir`` (a staging directory; ``name``: the results directory's)."""
+def _write_report(metrics_path: Path, params: dict, params_paths: list[Path], readme: Path, table_dir: Path,
+                  plot_dir: Path, name: str, models_dir: Path | None, benchmarks_dir: Path | None,
+                  metric_at_k: pd.DataFrame | None) -> None:
+    """The report's files at ``readme``, in ``table_dir`` and ``plot_dir`` (``name``: the results directory's)."""
     metrics = read_parquet(metrics_path)
     missing = {"model", "variant", "fold", "qid", "measure", "value"} - set(metrics.columns)
     if missing:
@@ -260,14 +256,13 @@ def _write_report(metrics_path: Path, params: dict, params_paths: list[Path], ou
         tables = build_tables(metrics, params)
     except IncompleteEvidence as err:
         raise InputError(metrics_path, str(err)) from None
-    written = write_tables(tables, out_dir / "tables")
+    written = write_tables(tables, table_dir)
 
     labelled = with_run_labels(metrics)
     specs = run_specs(params)
     labels = {s.key: s.label for s in specs}
     main_runs = [s.label for s in specs if not s.variant and s.label in set(labelled["run"])]
-    plot_dir = out_dir / "plots"
-    plot_dir.mkdir(parents=True, exist_ok=True)
+    plot_dir.mkdir(parents=True)
     reference = cfg.reference if cfg.reference in main_runs else (main_runs[0] if main_runs else None)
     groups = {s.label: GROUP_TITLES.get(s.group, s.group) for s in specs}
     if reference is not None:
@@ -295,8 +290,7 @@ def _write_report(metrics_path: Path, params: dict, params_paths: list[Path], ou
     perf_md = perf.to_markdown(index=False, floatfmt=".1f") if not perf.empty else "No timings recorded."
     if note:
         perf_md += "\n\n" + note
-    write_text(perf_md + "\n", out_dir / "tables" / "performance.md")
-    written.append(out_dir / "tables" / "performance.md")
+    write_text(perf_md + "\n", table_dir / "performance.md")
 
     n_queries = metrics["qid"].nunique()
     lines = [
@@ -318,7 +312,7 @@ def _write_report(metrics_path: Path, params: dict, params_paths: list[Path], ou
         "## Plots", "",
         *[f"- [{p.stem}](plots/{p.name})" for p in written if p.suffix == ".png"], "",
     ]
-    write_text("\n".join(lines), out_dir / "README.md")
+    write_text("\n".join(lines), readme)
 
 
 RUN_FILE = "run.txt"

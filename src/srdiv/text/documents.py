@@ -36,8 +36,8 @@ text is written by other pages; the URL is a field of its own).
 
 
 def _read_jsonl(path: Path) -> pd.DataFrame:
-    """Read JSON Lines, naming the first bad line on failure."""
-    records = []
+    """Read JSON Lines, naming the first bad line on failure; the frame's index is the line numbers."""
+    records, numbers = [], []
     for number, line in enumerate(read_text(path).split("\n"), start=1):
         if not line.strip():
             continue
@@ -48,13 +48,41 @@ def _read_jsonl(path: Path) -> pd.DataFrame:
         if not isinstance(record, dict):
             raise InputError(path, "each line must be a JSON object", number)
         records.append(record)
-    return pd.DataFrame.from_records(records)
+        numbers.append(number)
+    return pd.DataFrame.from_records(records, index=pd.Index(numbers, dtype=np.int64))
+
+
+def _check_types(df: pd.DataFrame, path: Path, jsonl: bool) -> None:
+    """Text columns hold text (null too, but for ``docno``), ``links`` lists of docnos (or null); else
+    one :class:`InputError` naming the column and the line (JSON Lines) or row (Parquet)."""
+    def text(value) -> bool:
+        return isinstance(value, str)
+
+    def links(value) -> bool:
+        return isinstance(value, (list, tuple, np.ndarray)) and all(isinstance(v, str) for v in value)
+
+    checks = [(col, text, "text") for col in TABLES["docs"]] + [("links", links, "a list of docnos (text)")]
+    for col, fits, kind in checks:
+        if col not in df.columns:
+            continue
+        values = df[col]
+        ok = np.fromiter(map(fits, values), dtype=bool, count=len(values))
+        if col != "docno":
+            ok |= values.isna().to_numpy()
+        if not ok.all():
+            bad = int(np.argmin(ok))
+            value = values.iloc[bad]
+            value = value.item() if isinstance(value, np.generic) else value   # 5, not np.int64(5)
+            where = {"line": int(df.index[bad])} if jsonl else {}
+            row = "" if jsonl else f" in row {bad + 1}"
+            raise InputError(path, f"column '{col}'{row} is not {kind} (got {value!r})", **where)
 
 
 def read_docs(path: str | os.PathLike) -> pd.DataFrame:
     """Read a documents file (``.jsonl``/``.json`` lines or ``.parquet``) into the ``docs`` schema.
 
-    Missing text (null) becomes ``""``; graph columns, when present, must be numeric.
+    Text columns must hold text, ``links`` lists of docnos (:func:`_check_types`); missing text (null)
+    becomes ``""``; graph columns, when present, must be numeric.
     """
     path = Path(path)
     if not path.exists():
@@ -65,6 +93,7 @@ def read_docs(path: str | os.PathLike) -> pd.DataFrame:
         df = read_parquet(path)
     else:
         raise InputError(path, "documents file must end in .jsonl, .json or .parquet")
+    _check_types(df, path, jsonl=path.suffix != ".parquet")
     for col in TABLES["docs"]:
         if col in df.columns and col != "docno":
             df[col] = df[col].fillna("")
