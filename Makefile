@@ -61,8 +61,9 @@ trec: $(STAMP)
 test: $(STAMP)
 	$(BIN)/pytest -q
 
-## the same DAGs through DVC, with the venv's srdiv on the PATH: the main table (dvc.yaml), a study
-## (make dvc-repro PIPELINE=pipelines/ablations/dvc.yaml), the smoke setting
+## the same DAGs through DVC, with the venv's srdiv on the PATH: the main table (dvc.yaml), a study or
+## another setting (make dvc-repro PIPELINE=pipelines/<name>/dvc.yaml: ablations, ablations-dssa, sweeps,
+## desa-ablations, debian-facets, trec-web), the smoke setting
 PIPELINE ?= dvc.yaml
 dvc-repro: $(STAMP)
 	$(BIN)/dvc repro $(PIPELINE)
@@ -70,10 +71,11 @@ dvc-repro: $(STAMP)
 dvc-smoke: $(STAMP)
 	$(BIN)/dvc repro pipelines/smoke/dvc.yaml
 
-## regenerate dvc.yaml (main table), pipelines/<study>/dvc.yaml and pipelines/smoke/dvc.yaml from the Snakefile
+## regenerate dvc.yaml (main table) and pipelines/<setting>/dvc.yaml from the Snakefile
 dvc-yaml: $(STAMP)
 	$(BIN)/srdiv dvc-yaml --config params.yaml --config config/main.yaml --study config/ablations-dssa.yaml \
 	  --study config/ablations.yaml --study config/sweeps.yaml --study config/desa-ablations.yaml --out dvc.yaml
 	$(BIN)/srdiv dvc-yaml --config params.yaml --config config/smoke.yaml --wdir ../.. --out pipelines/smoke/dvc.yaml
 	$(BIN)/srdiv dvc-yaml --config params.yaml --config config/main.yaml --config config/debian-facets.yaml --wdir ../.. \
 	  --out pipelines/debian-facets/dvc.yaml
+	$(BIN)/srdiv dvc-yaml --config params.yaml --config config/trec-web.yaml --wdir ../.. --out pipelines/trec-web/dvc.yaml
