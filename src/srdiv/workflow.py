@@ -48,7 +48,7 @@ def snakemake_jobs(snakefile: Path, configfiles: Sequence[Path], targets: Sequen
 
     The DAG is built as Snakemake's job processes build it, without checking that the files no rule
     makes are there: a DVC stage may depend on data not on this machine (the licensed DSSA release),
-    which ``dvc status`` then reports missing."""
+    which ``dvc status`` lists as deleted until it is there."""
     from snakemake.api import SnakemakeApi
     from snakemake.settings.enums import Quietness
     from snakemake.settings.types import (ConfigSettings, DAGSettings, ExecMode, OutputSettings,
