@@ -46,9 +46,9 @@ run-sweeps: $(STAMP)
 run-desa-ablations: $(STAMP)
 	$(SMK) --configfile params.yaml config/desa-ablations.yaml
 
-## every row of params.yaml in one run (results/wordnet-div)
+## every row of params.yaml in one table, a study of its own (results/wordnet-div-all)
 run-all: $(STAMP)
-	$(SMK)
+	$(SMK) --configfile params.yaml config/all.yaml
 
 ## the whole DAG on ~12 queries, 2 folds, one epoch, a few models (minutes)
 smoke: $(STAMP)
@@ -61,8 +61,9 @@ trec: $(STAMP)
 test: $(STAMP)
 	$(BIN)/pytest -q
 
-## the same DAGs through DVC, with the venv's srdiv on the PATH: the main table (dvc.yaml), a study
-## (make dvc-repro PIPELINE=pipelines/ablations/dvc.yaml), the smoke setting
+## the same DAGs through DVC, with the venv's srdiv on the PATH: the main table (dvc.yaml), a study or
+## another setting (make dvc-repro PIPELINE=pipelines/<name>/dvc.yaml: ablations, ablations-dssa, sweeps,
+## desa-ablations, all = make run-all, debian-facets, trec-web), the smoke setting
 PIPELINE ?= dvc.yaml
 dvc-repro: $(STAMP)
 	$(BIN)/dvc repro $(PIPELINE)
@@ -70,10 +71,12 @@ dvc-repro: $(STAMP)
 dvc-smoke: $(STAMP)
 	$(BIN)/dvc repro pipelines/smoke/dvc.yaml
 
-## regenerate dvc.yaml (main table), pipelines/<study>/dvc.yaml and pipelines/smoke/dvc.yaml from the Snakefile
+## regenerate dvc.yaml (main table) and pipelines/<setting>/dvc.yaml from the Snakefile
 dvc-yaml: $(STAMP)
 	$(BIN)/srdiv dvc-yaml --config params.yaml --config config/main.yaml --study config/ablations-dssa.yaml \
-	  --study config/ablations.yaml --study config/sweeps.yaml --study config/desa-ablations.yaml --out dvc.yaml
+	  --study config/ablations.yaml --study config/sweeps.yaml --study config/desa-ablations.yaml \
+	  --study config/all.yaml --out dvc.yaml
 	$(BIN)/srdiv dvc-yaml --config params.yaml --config config/smoke.yaml --wdir ../.. --out pipelines/smoke/dvc.yaml
 	$(BIN)/srdiv dvc-yaml --config params.yaml --config config/main.yaml --config config/debian-facets.yaml --wdir ../.. \
 	  --out pipelines/debian-facets/dvc.yaml
+	$(BIN)/srdiv dvc-yaml --config params.yaml --config config/trec-web.yaml --wdir ../.. --out pipelines/trec-web/dvc.yaml

@@ -12,12 +12,13 @@ from srdiv.workflow import job_stages, render_dvc_yamls
 from conftest import BIN, ROOT
 
 SMOKE = [Path("params.yaml"), Path("config/smoke.yaml")]
-STUDIES = [Path(f"config/{name}.yaml") for name in ("ablations-dssa", "ablations", "sweeps", "desa-ablations")]
+STUDIES = [Path(f"config/{name}.yaml") for name in ("ablations-dssa", "ablations", "sweeps", "desa-ablations", "all")]
 DVC_SETTINGS = [   # as `make dvc-yaml` writes them: (settings, studies, dvc.yaml, wdir)
     ([Path("params.yaml"), Path("config/main.yaml")], STUDIES, Path("dvc.yaml"), None),
     (SMOKE, [], Path("pipelines/smoke/dvc.yaml"), "../.."),
     ([Path("params.yaml"), Path("config/main.yaml"), Path("config/debian-facets.yaml")], [],
      Path("pipelines/debian-facets/dvc.yaml"), "../.."),
+    ([Path("params.yaml"), Path("config/trec-web.yaml")], [], Path("pipelines/trec-web/dvc.yaml"), "../.."),
 ]
 COMPARED_TABLES = ("main", "cutoffs")
 
@@ -80,7 +81,8 @@ def test_every_dvc_stage_calls_srdiv_and_depends_on_its_code():
         command = stage.cmd.split(" && ")[-1].split()[1]
         package = {"features": "features", "samples": "sampling", "train": "train", "rank": "train",
                    "report": "report", "gather": "metrics", "evaluate": "metrics", "embed": "text",
-                   "pseudo-docs": "text", "bundle": "features", "collection": "collection"}[command]
+                   "pseudo-docs": "text", "bundle": "features", "import-dssa": "features",
+                   "collection": "collection"}[command]
         code = [dep.def_path for dep in stage.deps if dep.def_path.startswith("src/")]
         assert any(path.startswith(f"src/srdiv/{package}") for path in code), stage.addressing
         assert "src/srdiv" not in code and "src/srdiv/cli.py" not in code, stage.addressing

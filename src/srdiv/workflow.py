@@ -44,15 +44,21 @@ SRC = Path(__file__).resolve().parent
 
 
 def snakemake_jobs(snakefile: Path, configfiles: Sequence[Path], targets: Sequence[str] = ()) -> list:
-    """The jobs of the Snakemake DAG for ``targets`` (default target when empty), in topological order."""
+    """The jobs of the Snakemake DAG for ``targets`` (default target when empty), in topological order.
+
+    The DAG is built as Snakemake's job processes build it, without checking that the files no rule
+    makes are there: a DVC stage may depend on data not on this machine (the licensed DSSA release),
+    which ``dvc status`` lists as deleted until it is there."""
     from snakemake.api import SnakemakeApi
     from snakemake.settings.enums import Quietness
-    from snakemake.settings.types import ConfigSettings, DAGSettings, OutputSettings, ResourceSettings
+    from snakemake.settings.types import (ConfigSettings, DAGSettings, ExecMode, OutputSettings,
+                                          ResourceSettings, WorkflowSettings)
 
     with SnakemakeApi(OutputSettings(quiet={Quietness.ALL})) as api:
         workflow_api = api.workflow(
             resource_settings=ResourceSettings(cores=1),
             config_settings=ConfigSettings(configfiles=[Path(c).resolve() for c in configfiles]),
+            workflow_settings=WorkflowSettings(exec_mode=ExecMode.SUBPROCESS),
             snakefile=snakefile.resolve(),
             workdir=snakefile.resolve().parent,
         )
@@ -232,14 +238,17 @@ def expand(stage: dict, values: dict[str, str]) -> dict:
 # --- grouping into matrix / foreach stages ------------------------------------------------------------
 
 def row_labels(params: dict) -> dict[str, tuple[str, ...]]:
-    """What each row has apart from the plain rows: its representation when not the dataset's,
-    ``on-<prior>``, ``extends-<row>``, its own samples' key, ``untrained``."""
-    default = params["datasets"][params["dataset"]].get("representation", "doc2vec")
+    """What each row has apart from the plain rows: its representation when not the dataset's (the DSSA
+    release has one, which every row reads), ``on-<prior>``, ``extends-<row>``, its own samples' key,
+    ``untrained``."""
+    dataset = params["datasets"][params["dataset"]]
+    default = dataset.get("representation", "doc2vec")
+    own = dataset.get("features", "text") == "text"
     labels = {}
     for name, row in model_rows(params).items():
         chain, prior = lineage(params, name), (row.get("params") or {}).get("prior")
         labels[name] = tuple(label for label in [
-            row.get("representation") if row.get("representation", default) != default else None,
+            row.get("representation") if own and row.get("representation", default) != default else None,
             f"on-{prior}" if prior else None,
             f"extends-{chain[1]}" if len(chain) > 1 else None,
             samples_key(params, name) or None,

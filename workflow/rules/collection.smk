@@ -5,6 +5,8 @@ BUILD = DS.get("build") or {}
 if BUILD.get("kind") == "trec-web":
 
     rule collection:
+        input:
+            BUILD["source"],
         output:
             directory(COLLECTION),
         params:
@@ -12,7 +14,7 @@ if BUILD.get("kind") == "trec-web":
         log:
             f"{LOGS}/collection.log",
         shell:
-            "srdiv collection trec-web --out {output} 2> {log}"
+            "srdiv collection trec-web --source {input} --out {output} 2> {log}"
 
 elif BUILD.get("kind") == "subset":
 
