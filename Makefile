@@ -11,7 +11,7 @@ GPUS   ?= $(if $(filter-out 0,$(NGPU)),$(NGPU),$(CORES))
 SMK     = $(BIN)/snakemake --cores $(CORES) --resources gpu=$(GPUS)
 export PATH := $(abspath $(BIN)):$(PATH)
 
-.PHONY: install run run-debian run-ablations run-ablations-dssa run-sweeps run-desa-ablations run-all smoke test dvc-yaml trec dvc-repro dvc-smoke
+.PHONY: install run run-debian run-ablations run-ablations-dssa run-ablations-daletor run-sweeps run-desa-ablations run-all smoke test dvc-yaml trec dvc-repro dvc-smoke
 
 $(STAMP): pyproject.toml
 	@command -v $(PYTHON) >/dev/null || { echo "need $(PYTHON)"; exit 1; }
@@ -30,9 +30,13 @@ run: $(STAMP)
 run-debian: $(STAMP)
 	$(SMK) --configfile params.yaml config/main.yaml config/debian-facets.yaml
 
-## HDSSA (Table 10), NTN, MDP-DIV and DALETOR ablation rows at full budget (results/wordnet-div-ablations)
+## HDSSA (Table 10), NTN and MDP-DIV ablation rows at full budget (results/wordnet-div-ablations)
 run-ablations: $(STAMP)
 	$(SMK) --configfile params.yaml config/ablations.yaml
+
+## DALETOR's rows (WWW Tables 3-4) at full budget (results/wordnet-div-ablations-daletor)
+run-ablations-daletor: $(STAMP)
+	$(SMK) --configfile params.yaml config/ablations-daletor.yaml
 
 ## DSSA's ablation rows (TKDE Tables 8-9) at full budget (results/wordnet-div-ablations-dssa)
 run-ablations-dssa: $(STAMP)
@@ -62,7 +66,7 @@ test: $(STAMP)
 	$(BIN)/pytest -q
 
 ## the same DAGs through DVC, with the venv's srdiv on the PATH: the main table (dvc.yaml), a study or
-## another setting (make dvc-repro PIPELINE=pipelines/<name>/dvc.yaml: ablations, ablations-dssa, sweeps,
+## another setting (make dvc-repro PIPELINE=pipelines/<name>/dvc.yaml: ablations, ablations-dssa, ablations-daletor, sweeps,
 ## desa-ablations, all = make run-all, debian-facets, trec-web), the smoke setting
 PIPELINE ?= dvc.yaml
 dvc-repro: $(STAMP)
@@ -74,7 +78,7 @@ dvc-smoke: $(STAMP)
 ## regenerate dvc.yaml (main table) and pipelines/<setting>/dvc.yaml from the Snakefile
 dvc-yaml: $(STAMP)
 	$(BIN)/srdiv dvc-yaml --config params.yaml --config config/main.yaml --study config/ablations-dssa.yaml \
-	  --study config/ablations.yaml --study config/sweeps.yaml --study config/desa-ablations.yaml \
+	  --study config/ablations.yaml --study config/ablations-daletor.yaml --study config/sweeps.yaml --study config/desa-ablations.yaml \
 	  --study config/all.yaml --out dvc.yaml
 	$(BIN)/srdiv dvc-yaml --config params.yaml --config config/smoke.yaml --wdir ../.. --out pipelines/smoke/dvc.yaml
 	$(BIN)/srdiv dvc-yaml --config params.yaml --config config/main.yaml --config config/debian-facets.yaml --wdir ../.. \

@@ -12,7 +12,7 @@ from srdiv.workflow import job_stages, render_dvc_yamls
 from conftest import BIN, ROOT
 
 SMOKE = [Path("params.yaml"), Path("config/smoke.yaml")]
-STUDIES = [Path(f"config/{name}.yaml") for name in ("ablations-dssa", "ablations", "sweeps", "desa-ablations", "all")]
+STUDIES = [Path(f"config/{name}.yaml") for name in ("ablations-dssa", "ablations", "ablations-daletor", "sweeps", "desa-ablations", "all")]
 DVC_SETTINGS = [   # as `make dvc-yaml` writes them: (settings, studies, dvc.yaml, wdir)
     ([Path("params.yaml"), Path("config/main.yaml")], STUDIES, Path("dvc.yaml"), None),
     (SMOKE, [], Path("pipelines/smoke/dvc.yaml"), "../.."),
