@@ -72,7 +72,7 @@ def worker(args: argparse.Namespace) -> dict:
 
     torch.manual_seed(seed)
     model = build_model(spec, data.valid.dims, None)
-    objective = OBJECTIVES.get(spec.objective)(**spec.objective_params)
+    objective = OBJECTIVES.get(spec.objective.name)(**spec.objective.args)
     objective.samples = samples
     prepared = objective.prepare(data.train, np.random.default_rng([seed, 1]))
     optimizer = make_optimizer([p for p in model.parameters() if p.requires_grad], spec.optim)
@@ -222,10 +222,11 @@ def main() -> None:
         args.denormals = args.denormal_run
         print(json.dumps(worker(args)))
         return
+    from srdiv.experiment import model_specs
     from srdiv.params import load_params
 
     here = str(Path(__file__).resolve().parents[1] / "src")
-    models = load_params([Path(p) for p in args.params])["models"]
+    specs = model_specs(load_params([Path(p) for p in args.params]))
     runs = [("before", args.baseline, "default")] if args.baseline else []
     runs += [("now", here, "per_length"), ("now", here, "prefixes")]
     if args.threads:
@@ -235,7 +236,7 @@ def main() -> None:
     lines = []
     for row in args.rows:
         for label, src, draw in runs:
-            if draw == "prefixes" and models[row].get("objective") != "list_pairwise":
+            if draw == "prefixes" and specs[row].objective.name != "list_pairwise":
                 continue
             lines.append({**_run_worker(args, src, row, draw, ["--measure-flops"] if row in args.flops else []),
                           "impl": label})

@@ -1,12 +1,12 @@
 """Learning curves of params rows at several learning rates on one fold, to choose the rows' lr grids.
 
-For each row and learning rate it writes an overlay with a copy of the row whose ``optim.lr`` is that
-rate (its own learning-rate grid dropped, and the ``--point`` values fixed in place of their grids, so
-that one curve is one training), trains it with ``srdiv train`` on the fold, and prints one line per run: validation
+For each row and learning rate it writes an overlay with a copy of the row whose ``optim.args.lr`` grid is
+that one rate (and the ``--point`` values one-value grids in place of theirs, so that one curve is one
+training), trains it with ``srdiv train`` on the fold, and prints one line per run: validation
 alpha-nDCG@20 at a few epochs, the best epoch and value, and seconds per epoch. Inputs are a finished
 run's bundles and samples (``work/<dataset>``).
 
-    python scripts/lr_curves.py --rows DSSA HDSSA --lrs 0.0003 0.001 0.003 0.01 --point lam=1.0
+    python scripts/lr_curves.py --rows DSSA HDSSA --lrs 0.0003 0.001 0.003 0.01 --point model.args.lam=1.0
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from pathlib import Path
 import pandas as pd
 import yaml
 
-from srdiv.experiment import model_rows
+from srdiv.experiment import model_rows, model_spec
 from srdiv.params import load_params
 
 SHOWN_EPOCHS = (1, 2, 5, 10, 20, 30, 50, 100)
@@ -30,7 +30,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", nargs="+", required=True)
     parser.add_argument("--lrs", nargs="+", type=float, required=True)
-    parser.add_argument("--point", nargs="*", default=[], help="key=value params fixed instead of the tune grid")
+    parser.add_argument("--point", nargs="*", default=[], help="tune path=value fixed instead of its grid")
     parser.add_argument("--fold", type=int, default=1)
     parser.add_argument("--params", nargs="+", type=Path, default=[Path("params.yaml")])
     parser.add_argument("--work", type=Path, default=Path("work/wordnet-div"))
@@ -44,27 +44,25 @@ def main() -> None:
     out = args.out or Path(tempfile.mkdtemp(prefix="lr-curves-"))
     results = []
     for row in args.rows:
+        spec = model_spec(values, row)
         for lr in args.lrs:
             name = f"{row}@lr{lr:g}"
             entry = dict(rows[row])
-            entry["optim"] = {**(entry.get("optim") or {}), "lr": lr}
-            fixed = {k: v for k, v in point.items() if k in (entry.get("tune") or {})}
-            entry["params"] = {**(entry.get("params") or {}), **fixed}
-            entry["tune"] = {k: v for k, v in (entry.get("tune") or {}).items() if k not in fixed and k != "optim.lr"}
+            tune = entry.get("tune") or {}
+            entry["tune"] = {**tune, **{k: [v] for k, v in point.items() if k in tune}, "optim.args.lr": [lr]}
             overlay = out / f"{name}.yaml"
             overlay.parent.mkdir(parents=True, exist_ok=True)
             overlay.write_text(yaml.safe_dump({"models": {name: entry}}))
-            rep = entry.get("representation", "doc2vec")
+            rep = spec.representation or "doc2vec"
             run_dir = out / name / f"fold{args.fold}"
             command = ["srdiv", "train", "--model", name, "--fold", str(args.fold),
                        "--bundle", str(args.work / "bundle" / f"{rep}.npz"), "--collection", str(args.collection),
                        *[a for p in args.params for a in ("--params", str(p))], "--params", str(overlay),
                        "--no-progress", "--threads", "1", "--out", str(run_dir)]
-            if entry.get("objective"):
+            if spec.objective:
                 command += ["--samples", str(args.work / "samples" / f"fold{args.fold}" / "samples.npz")]
-            prior = (entry.get("params") or {}).get("prior")
-            if prior:
-                command += ["--prior", str(args.work / "models" / prior / f"fold{args.fold}" / "model.pt")]
+            if spec.prior:
+                command += ["--prior", str(args.work / "models" / spec.prior / f"fold{args.fold}" / "model.pt")]
             if not (run_dir / "curve.parquet").exists():
                 subprocess.run(command, check=True, stdout=subprocess.DEVNULL)
             curve = pd.read_parquet(run_dir / "curve.parquet")

@@ -278,32 +278,26 @@ def test_trains_a_few_steps_and_ranks(bundle, variant, loss):
 ROWS = yaml.safe_load("""
 models:
   DALETOR:
-    model: daletor
-    objective: daletor
+    model: {name: daletor, args: {context: din, latent_cross: true}}
+    objective: {name: daletor, args: {metric: alpha_dcg, temperature: 0.1}}
     group: implicit
-    params: {context: din, latent_cross: true}
-    objective_params: {metric: alpha_dcg, temperature: 0.1}
-    optim: {name: adagrad, lr: 0.01}
+    optim: {name: adagrad, args: {lr: 0.01}}
     train: {train_docs: 50}
   DALETOR-GSF-LC:
-    model: daletor
-    objective: daletor
-    params: {context: gsf, latent_cross: true}
-    optim: {name: adagrad, lr: 0.01}
-    tune: {group_size: [4, 16, 64]}
+    model: {name: daletor, args: {context: gsf, latent_cross: true}}
+    objective: {name: daletor}
+    optim: {name: adagrad, args: {lr: 0.01}}
+    tune: {model.args.group_size: [4, 16, 64]}
     variant_of: DALETOR
     variant: GSF-LC, alpha-DCG
   DALETOR-DNN-Gumbel:
-    model: daletor
-    objective: daletor
-    params: {context: none}
-    objective_params: {metric: alpha_dcg, temperature: 0.1, gumbel: 10.0}
-    optim: {name: adagrad, lr: 0.01}
+    model: {name: daletor, args: {context: none}}
+    objective: {name: daletor, args: {metric: alpha_dcg, temperature: 0.1, gumbel: 10.0}}
+    optim: {name: adagrad, args: {lr: 0.01}}
   DALETOR-DNN-RLTR:
-    model: daletor
-    objective: mle
-    params: {context: none}
-    optim: {name: adagrad, lr: 0.01}
+    model: {name: daletor, args: {context: none}}
+    objective: {name: mle}
+    optim: {name: adagrad, args: {lr: 0.01}}
 """)
 
 
@@ -315,7 +309,7 @@ def test_params_rows_build_and_give_a_finite_loss(bundle, row):
         point_spec = spec.at(point)
         torch.manual_seed(0)
         model = build_model(point_spec, bundle.dims)
-        objective = OBJECTIVES.get(point_spec.objective)(**point_spec.objective_params)
+        objective = OBJECTIVES.get(point_spec.objective.name)(**point_spec.objective.args)
         prepared = objective.prepare(bundle, np.random.default_rng(0))
         batch = next(objective.batches(prepared, len(bundle), 4, np.random.default_rng(0)))
         optimizer = make_optimizer(model.parameters(), point_spec.optim)

@@ -40,7 +40,7 @@ import torch
 from torch.overrides import TorchFunctionMode
 
 import srdiv
-from srdiv.experiment import TrainSettings, model_rows, model_spec
+from srdiv.experiment import ModelSpec, TrainSettings, model_rows, model_spec
 from srdiv.features.bundle import random_bundle
 from srdiv.models.ranking import rank_bundle
 from srdiv.params import load_params
@@ -113,11 +113,10 @@ def _case(row: str) -> dict:
     """The row at the first point of its tuning grid."""
     spec = model_spec(PARAMS, row)
     spec = spec.at(spec.grid()[0])
-    params = dict(spec.params)
-    if params.get("attention") == "dot":
-        params["hidden"] = EMB
-    return {"row": row, "model": spec.model, "objective": spec.objective, "params": params,
-            "objective_params": spec.objective_params, "optim": spec.optim}
+    model = spec.model
+    if model.args.get("attention") == "dot":
+        model = replace(model, args={**model.args, "hidden": EMB})
+    return {"row": row, "model": model, "objective": spec.objective, "optim": spec.optim}
 
 
 def _cases() -> list[dict]:
@@ -143,7 +142,7 @@ def data():
 
 def _build(case: dict, bundle):
     """The model of ``case`` as the harness builds it, with a frozen, randomly initialised prior when it has one."""
-    spec = model_spec({"models": {case["row"]: {"model": case["model"], "params": case["params"]}}}, case["row"])
+    spec = ModelSpec(case["row"], case["model"])
     prior = None
     if spec.prior:
         torch.manual_seed(1)
@@ -160,7 +159,7 @@ def test_training_and_ranking_make_every_tensor_on_the_input_device(case, data):
     assert _stray_tensors(model) == []
     trains = case["objective"] is not None and trainable(model)
     if trains:
-        objective = OBJECTIVES.get(case["objective"])(**case["objective_params"])
+        objective = OBJECTIVES.get(case["objective"].name)(**case["objective"].args)
         objective.samples = samples
         settings = TrainSettings(epochs=1, batch_size=len(bundle))
         trainer = Trainer(settings, case["optim"], device, seed=0, progress=False)
@@ -178,8 +177,8 @@ def test_training_and_ranking_make_every_tensor_on_the_input_device(case, data):
 def test_every_registered_model_and_objective_has_a_case():
     ours = lambda registry: {n for n in registry.names()  # noqa: E731  (the test files register their own too)
                              if registry.get(n).__module__.startswith("srdiv.")}
-    assert ours(MODELS) - {c["model"] for c in CASES} == set()
-    assert ours(OBJECTIVES) - {c["objective"] for c in CASES} == set()
+    assert ours(MODELS) - {c["model"].name for c in CASES} == set()
+    assert ours(OBJECTIVES) - {c["objective"].name for c in CASES if c["objective"]} == set()
 
 
 def test_the_guard_names_a_tensor_made_without_a_device():

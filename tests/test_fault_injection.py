@@ -22,7 +22,8 @@ from srdiv.cli import main
 from conftest import FIXTURES, ROOT
 from tiny_text_collection import SMALL_EMBED, write_tiny
 
-OVERLAY = {"train": {"epochs": 2, "train_docs": 6, "rank_docs": 6}, "models": {"ListMLE": {"tune": {"optim.lr": None}}}}
+OVERLAY = {"train": {"epochs": 2, "train_docs": 6, "rank_docs": 6},
+           "models": {"ListMLE": {"tune": {"optim.args.lr": None}}}}
 
 
 def cli(*args) -> tuple[int, str]:
@@ -434,11 +435,11 @@ CASES = [
     ("train: params value of the wrong type", text("overlay.yaml", "train: {patience: many}\n"), TRAIN("ListMLE"),
      "overlay.yaml", "'train.patience' must be an integer"),
     ("train: objective value out of range",
-     text("overlay.yaml", "models: {DALETOR: {objective_params: {temperature: 0}}}\n"), TRAIN("DALETOR"),
-     "overlay.yaml", "models.DALETOR.objective_params: temperature must be > 0"),
+     text("overlay.yaml", "models: {DALETOR: {objective: {args: {temperature: 0}}}}\n"), TRAIN("DALETOR"),
+     "overlay.yaml", "models.DALETOR.objective.args: temperature must be > 0"),
     ("train: tuned objective value unknown",
-     text("overlay.yaml", "models: {DALETOR: {tune: {objective.metric: [alpha_dcg, bogus]}}}\n"), TRAIN("DALETOR"),
-     "overlay.yaml", "models.DALETOR.objective_params: metric must be one of"),
+     text("overlay.yaml", "models: {DALETOR: {tune: {objective.args.metric: [alpha_dcg, bogus]}}}\n"),
+     TRAIN("DALETOR"), "overlay.yaml", "models.DALETOR.objective.args: metric must be one of"),
     ("embed: params unknown nested key", text("overlay.yaml", "embed: {doc2vec: {vectorsize: 3}}\n"),
      lambda d: ["embed", *C(d), *P(d), "--out", d / "embed"], "overlay.yaml", "unknown key 'embed.doc2vec.vectorsize'"),
     ("relevance: params file is a directory", lambda d: ((d / "overlay.yaml").unlink(), (d / "overlay.yaml").mkdir()),

@@ -2,6 +2,8 @@
 
 import json
 import sys
+from dataclasses import replace
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -12,7 +14,7 @@ from typer.testing import CliRunner
 
 from srdiv.cli import app, main
 from srdiv.collection.schema import Collection, write_collection
-from srdiv.experiment import model_spec
+from srdiv.experiment import Component, ModelSpec, model_spec
 from srdiv.features.bundle import random_bundle
 from srdiv.io import InputError
 from srdiv.metrics import evaluate_run, read_run
@@ -72,11 +74,14 @@ PARAMS = {
     "seed": 7,
     "train": {"train_docs": 6, "rank_docs": 10, "epochs": 4, "patience": 10, "batch_size": 4},
     "models": {
-        "Initial": {"model": "initial", "group": "initial"},
-        "ListMLE": {"model": "listmle", "objective": "mle", "group": "implicit", "optim": {"lr": 0.1}},
-        "Cover": {"model": "test-coverage", "tune": {"lam": [-1.0, 0.0, 1.0]}},
-        "Prior": {"model": "test-prior-user", "params": {"prior": "ListMLE"}, "tune": {"sign": [1.0, -1.0]}},
-        "LP": {"model": "listmle", "objective": "list_pairwise", "optim": {"lr": 0.1},
+        "Initial": {"model": {"name": "initial"}, "group": "initial"},
+        "ListMLE": {"model": {"name": "listmle"}, "objective": {"name": "mle"}, "group": "implicit",
+                    "optim": {"name": "adam", "args": {"lr": 0.1}}},
+        "Cover": {"model": {"name": "test-coverage"}, "tune": {"model.args.lam": [-1.0, 0.0, 1.0]}},
+        "Prior": {"model": {"name": "test-prior-user", "args": {"prior": "ListMLE"}},
+                  "tune": {"model.args.sign": [1.0, -1.0]}},
+        "LP": {"model": {"name": "listmle"}, "objective": {"name": "list_pairwise"},
+               "optim": {"name": "adam", "args": {"lr": 0.1}},
                "variant_of": "ListMLE", "variant": "list-pairwise"},
     },
 }
@@ -104,41 +109,67 @@ def test_two_folds_validate_on_the_training_fold():
         fold_split(folds, 3)
 
 
-def test_model_rows_grid_and_dotted_tune_keys():
+def test_model_rows_grid_and_tune_paths():
     params = {"train": {"epochs": 9}, "models": {"M": {
-        "model": "x", "params": {"lam": 0.1}, "train": {"batch_size": 3},
-        "tune": {"lam": [0.2, 0.3], "optim.lr": [0.1, 0.01], "train.epochs": [5]}}}}
+        "model": {"name": "x", "args": {"lam": 0.1}}, "train": {"batch_size": 3},
+        "tune": {"model.args.lam": [0.2, 0.3], "optim.args.lr": [0.1, 0.01], "train.epochs": [5]}}}}
     spec = model_spec(params, "M")
     assert spec.train.epochs == 9 and spec.train.batch_size == 3 and spec.train.train_docs == 20
+    assert spec.optim == Component("adam") and spec.objective is None
     grid = spec.grid()
-    assert len(grid) == 4 and grid[0] == {"lam": 0.2, "optim.lr": 0.1, "train.epochs": 5}
+    assert len(grid) == 4 and grid[0] == {"model.args.lam": 0.2, "optim.args.lr": 0.1, "train.epochs": 5}
     point = spec.at(grid[3])
-    assert point.params == {"lam": 0.3} and point.optim["lr"] == 0.01 and point.train.epochs == 5
-    assert spec.params == {"lam": 0.1}  # the row itself is unchanged
+    assert point.model == Component("x", {"lam": 0.3}) and point.optim == Component("adam", {"lr": 0.01})
+    assert point.train.epochs == 5
+    assert spec.model.args == {"lam": 0.1}  # the row itself is unchanged
     with pytest.raises(ValueError):
         spec.at({"model.lam": 1})
     with pytest.raises(KeyError):
         model_spec(params, "N")
     with pytest.raises(ValueError):
-        model_spec({"models": {"M": {"model": "x", "lr": 1}}}, "M")
+        model_spec({"models": {"M": {"model": {"name": "x"}, "lr": 1}}}, "M")
+    with pytest.raises(ValueError, match=r"models.M.model must be \{name: ..., args: \{...\}\}, got 'x'"):
+        model_spec({"models": {"M": {"model": "x"}}}, "M")
+
+
+def test_the_row_shape_parses_to_typed_components():
+    from srdiv.params import load_params
+
+    params = load_params([Path(__file__).resolve().parents[1] / "params.yaml"])
+    dssa, daletor = model_spec(params, "DSSA"), model_spec(params, "DALETOR")
+    assert dssa.model == Component("dssa", {"cell": "lstm", "hidden": 50, "attention": "general",
+                                            "similarity": "general", "max_pooling": True, "dropout": 0.5})
+    assert dssa.objective == Component("list_pairwise") and dssa.representation == "lda"
+    assert dssa.optim == Component("adam", {"lr": 0.001, "weight_decay": 1.0e-5}) and dssa.train.batch_size == 256
+    assert dssa.tune == {"model.args.lam": [0.0, 0.2, 0.4, 0.6, 0.8, 1.0], "optim.args.lr": [0.01, 0.03, 0.1]}
+    assert daletor.objective == Component("daletor", {"metric": "alpha_dcg", "temperature": 0.1})
+    assert daletor.optim == Component("adagrad", {"lr": 0.01})
+    assert model_spec(params, "MMR").prior == "ListMLE" and model_spec(params, "Initial").objective is None
+    point = dssa.at({"model.args.lam": 0.4, "optim.args.lr": 0.03})
+    assert point.model.args["lam"] == 0.4 and point.optim == Component("adam", {"lr": 0.03, "weight_decay": 1.0e-5})
+    assert ModelSpec.from_dict(json.loads(json.dumps(point.to_dict()))) == point     # as model.pt stores it
 
 
 def test_a_row_extends_another_with_only_what_it_changes():
     from srdiv.params import model_rows
 
-    base = {"model": "dssa", "params": {"cell": "lstm", "hidden": 50}, "train": {"batch_size": 256},
-            "tune": {"lam": [0.0, 1.0]}}
+    base = {"model": {"name": "dssa", "args": {"cell": "lstm", "hidden": 50}}, "objective": {"name": "list_pairwise"},
+            "train": {"batch_size": 256}, "tune": {"model.args.lam": [0.0, 1.0]}}
     rows = model_rows({"models": {
         "DSSA": base,
-        "GRU": {"extends": "DSSA", "params": {"cell": "gru"}, "variant": "GRU"},
-        "GRU-MLE": {"extends": "GRU", "objective": "mle", "train": None, "tune": {"lam": None, "optim.lr": [0.1]}},
+        "GRU": {"extends": "DSSA", "model": {"args": {"cell": "gru"}}, "variant": "GRU"},
+        "GRU-MLE": {"extends": "GRU", "objective": {"name": "mle"}, "train": None,
+                    "tune": {"model.args.lam": None, "optim.args.lr": [0.1]}},
+        "H": {"extends": "GRU", "model": {"name": "hdssa", "args": {"hidden": None, "levels": [1]}}},
         "Gone": None}})
-    assert rows["GRU"] == {**base, "params": {"cell": "gru", "hidden": 50}, "variant": "GRU"}
-    assert rows["GRU-MLE"] == {"model": "dssa", "params": {"cell": "gru", "hidden": 50}, "tune": {"optim.lr": [0.1]},
-                               "variant": "GRU", "objective": "mle"}
-    assert list(rows) == ["DSSA", "GRU", "GRU-MLE"] and rows["DSSA"] == base     # the base row is unchanged
-    assert model_spec({"models": {"DSSA": base, "G": {"extends": "DSSA", "params": {"cell": "gru"}}}},
-                      "G").params == {"cell": "gru", "hidden": 50}
+    assert rows["GRU"] == {**base, "model": {"name": "dssa", "args": {"cell": "gru", "hidden": 50}}, "variant": "GRU"}
+    assert rows["GRU-MLE"] == {"model": {"name": "dssa", "args": {"cell": "gru", "hidden": 50}},
+                               "objective": {"name": "mle"}, "tune": {"optim.args.lr": [0.1]}, "variant": "GRU"}
+    assert rows["H"]["model"] == {"name": "hdssa", "args": {"cell": "gru", "levels": [1]}}
+    assert list(rows) == ["DSSA", "GRU", "GRU-MLE", "H"] and rows["DSSA"] == base     # the base row is unchanged
+    gru = model_spec({"models": {"DSSA": base, "G": {"extends": "DSSA", "model": {"args": {"cell": "gru"}}}}}, "G")
+    dssa = model_spec({"models": {"DSSA": base}}, "DSSA")
+    assert gru == replace(dssa, row="G", model=Component("dssa", {"cell": "gru", "hidden": 50}))   # one arg changed
     with pytest.raises(ValueError, match="circle"):
         model_rows({"models": {"A": {"extends": "B"}, "B": {"extends": "A"}}})
     with pytest.raises(ValueError, match="not a row"):
@@ -190,8 +221,8 @@ def test_tuning_picks_the_validation_best_and_writes_every_output(tmp_path):
         scores = evaluate_run(run, valid_qrels)
         expected.append(scores.loc[scores["measure"] == "alpha_nDCG@20", "value"].mean())
     assert [g["valid"] for g in hparams["grid"]] == pytest.approx(expected)
-    assert hparams["chosen"] == {"lam": 1.0} and hparams["valid"] == max(expected)
-    assert json.loads((out / "hparams.json").read_text())["chosen"] == {"lam": 1.0}
+    assert hparams["chosen"] == {"model.args.lam": 1.0} and hparams["valid"] == max(expected)
+    assert json.loads((out / "hparams.json").read_text())["chosen"] == {"model.args.lam": 1.0}
     # test outputs: the run file re-evaluates to metrics.parquet; timings for the report
     metrics = pd.read_parquet(out / "metrics.parquet")
     assert list(metrics.columns) == ["run", "qid", "measure", "value"] and set(metrics["qid"]) == set(split.test)
@@ -211,7 +242,7 @@ def test_trained_model_and_prior_round_trip(tmp_path):
     with pytest.raises(InputError, match="prior"):
         _job(tmp_path, "Prior", bundle, coll)
     hparams = _job(tmp_path, "Prior", bundle, coll, prior=listmle)
-    assert [g["point"] for g in hparams["grid"]] == [{"sign": 1.0}, {"sign": -1.0}]
+    assert [g["point"] for g in hparams["grid"]] == [{"model.args.sign": 1.0}, {"model.args.sign": -1.0}]
     # with sign +1 the ranker is its prior: the same validation score as the trained ListMLE
     listmle_valid = json.loads((tmp_path / "ListMLE/fold1/hparams.json").read_text())["valid"]
     assert hparams["grid"][0]["valid"] == pytest.approx(listmle_valid)

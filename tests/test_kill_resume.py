@@ -33,9 +33,9 @@ FOLD = 1
 PARAMS = {
     "seed": 11,
     "train": {"train_docs": 30, "rank_docs": 30, "epochs": EPOCHS, "patience": EPOCHS, "batch_size": 1},
-    "models": {"Drop": {"model": "daletor", "objective": "daletor", "group": "implicit",
-                        "optim": {"name": "adam", "lr": 0.01},
-                        "params": {"context": "none", "hidden": [32, 16], "dropout": 0.3}}},
+    "models": {"Drop": {"model": {"name": "daletor", "args": {"context": "none", "hidden": [32, 16], "dropout": 0.3}},
+                        "objective": {"name": "daletor"}, "group": "implicit",
+                        "optim": {"name": "adam", "args": {"lr": 0.01}}}},
 }
 """One row whose every epoch draws from every RNG a resume must restore: shuffled mini-batches of one
 query (the batch generator) and dropout (torch's RNG); one query per step makes an epoch long enough

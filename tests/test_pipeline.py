@@ -151,8 +151,8 @@ def test_smoke_through_snakemake_and_dvc_gives_same_tables(tmp_path):
         results[runner] = work / "results" / "wordnet-div-smoke"
         if runner == "snakemake":   # a changed value in params.yaml reruns the rows that read it, and only them
             overlay = work / "lr.yaml"
-            overlay.write_text("models:\n  ListMLE: {model: listmle, objective: mle, group: implicit, "
-                               "optim: {name: adam, lr: 0.02}}\n")
+            overlay.write_text("models:\n  ListMLE: {model: {name: listmle}, objective: {name: mle}, group: implicit, "
+                               "optim: {name: adam, args: {lr: 0.02}}}\n")
             again = subprocess.run(cmd + [str(overlay), "-n"], capture_output=True, text=True, env=env,
                                    cwd=work)
             assert again.returncode == 0, again.stderr[-3000:]

@@ -30,14 +30,18 @@ PARAMS = {
     "train": {"train_docs": RANK_DOCS, "rank_docs": RANK_DOCS, "epochs": 2, "patience": 5, "batch_size": 4,
               "device": "cpu"},
     "models": {
-        "ListMLE": {"model": "listmle", "objective": "mle", "optim": {"lr": 0.1}},
-        "MMR": {"model": "mmr", "params": {"prior": "ListMLE", "prob": "minmax"}, "tune": {"lam": [0.3, 0.7]}},
-        "xQuAD": {"model": "xquad", "params": {"prior": "ListMLE", "prob": "softmax"}, "tune": {"lam": [0.2, 0.9]}},
-        "PM2": {"model": "pm2", "params": {"prior": "ListMLE", "prob": "softmax"}, "tune": {"lam": [0.2, 0.9]}},
-        "HxQuAD": {"model": "hxquad", "params": {"prior": "ListMLE", "prob": "minmax"},
-                   "tune": {"lam": [0.5, 1.0], "alpha": [0.0, 0.5]}},
-        "HPM2": {"model": "hpm2", "params": {"prior": "ListMLE", "prob": "softmax"},
-                 "tune": {"lam": [0.5, 1.0], "alpha": [0.0, 0.5]}},
+        "ListMLE": {"model": {"name": "listmle"}, "objective": {"name": "mle"},
+                    "optim": {"name": "adam", "args": {"lr": 0.1}}},
+        "MMR": {"model": {"name": "mmr", "args": {"prior": "ListMLE", "prob": "minmax"}},
+                "tune": {"model.args.lam": [0.3, 0.7]}},
+        "xQuAD": {"model": {"name": "xquad", "args": {"prior": "ListMLE", "prob": "softmax"}},
+                  "tune": {"model.args.lam": [0.2, 0.9]}},
+        "PM2": {"model": {"name": "pm2", "args": {"prior": "ListMLE", "prob": "softmax"}},
+                "tune": {"model.args.lam": [0.2, 0.9]}},
+        "HxQuAD": {"model": {"name": "hxquad", "args": {"prior": "ListMLE", "prob": "minmax"}},
+                   "tune": {"model.args.lam": [0.5, 1.0], "model.args.alpha": [0.0, 0.5]}},
+        "HPM2": {"model": {"name": "hpm2", "args": {"prior": "ListMLE", "prob": "softmax"}},
+                 "tune": {"model.args.lam": [0.5, 1.0], "model.args.alpha": [0.0, 0.5]}},
     },
 }
 DIVERSIFIERS = {"xQuAD": spt.XQuAD, "PM2": spt.PM2, "HxQuAD": spt.HxQuAD, "HPM2": spt.HPM2}
@@ -96,8 +100,8 @@ def fold_results(pipeline, fold):
 def test_a_diversifier_over_the_trained_prior_ranks_as_the_pipeline_row(pipeline, row):
     scorer = spt.Relevance(pipeline["models"] / "ListMLE", pipeline["relevance"], pipeline["dir"])
     for fold in (1, 2):
-        params = Trained.load(pipeline["models"] / row / f"fold{fold}").spec.params
-        chosen = {k: v for k, v in params.items() if k in ("lam", "alpha", "prob")}
+        args = Trained.load(pipeline["models"] / row / f"fold{fold}").spec.model.args
+        chosen = {k: v for k, v in args.items() if k in ("lam", "alpha", "prob")}
         out = DIVERSIFIERS[row](scorer, pipeline["dir"], **chosen).transform(fold_results(pipeline, fold))
         assert order(out) == pipeline_order(pipeline, row, fold)
         assert list(out.columns[:5]) == ["qid", "query", "docno", "score", "rank"]
@@ -109,7 +113,7 @@ def test_mmr_over_document_vectors_ranks_as_the_pipeline_row(pipeline):
     keys, matrix = pipeline["doc_vectors"]
     column = pipeline["results"].merge(keys.assign(doc_vec=list(matrix)))
     for fold in (1, 2):
-        lam = Trained.load(pipeline["models"] / "MMR" / f"fold{fold}").spec.params["lam"]
+        lam = Trained.load(pipeline["models"] / "MMR" / f"fold{fold}").spec.model.args["lam"]
         from_table = spt.MMR(scorer, vectors=pipeline["doc_vectors"], lam=lam).transform(fold_results(pipeline, fold))
         from_column = spt.MMR(scorer, lam=lam).transform(column[column["qid"].isin(from_table["qid"])])
         assert order(from_table) == order(from_column) == pipeline_order(pipeline, "MMR", fold)

@@ -42,8 +42,9 @@ def write_run(run: pd.DataFrame, path: Path) -> Path:
 
 
 PARAMS = {
-    "models": {"Initial": {"model": "initial", "group": "initial"},
-               "Other": {"model": "initial", "group": "unsupervised", "variant_of": "Initial", "variant": "copy"}},
+    "models": {"Initial": {"model": {"name": "initial"}, "group": "initial"},
+               "Other": {"model": {"name": "initial"}, "group": "unsupervised", "variant_of": "Initial",
+                         "variant": "copy"}},
     "report": {"reference": "Initial",
                "ablations": {"abl": {"title": "An ablation", "reference": "Initial", "runs": ["Initial", "Other"]}}},
 }

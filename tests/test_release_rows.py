@@ -35,8 +35,8 @@ def _small(params: dict) -> dict:
     for row, entry in model_rows(params).items():
         entry = {**entry, "tune": {k: v[:1] for k, v in (entry.get("tune") or {}).items()},
                  "train": {**(entry.get("train") or {}), "epochs": 1}}
-        if (entry.get("params") or {}).get("attention") == "dot":  # "dot" needs hidden = vector size (25 here)
-            entry["params"] = {**entry["params"], "hidden": 25}
+        if entry["model"].get("args", {}).get("attention") == "dot":  # "dot" needs hidden = vector size (25 here)
+            entry["model"] = {**entry["model"], "args": {**entry["model"]["args"], "hidden": 25}}
         rows[row] = entry
     return {**params, "models": rows, "samples": {**params["samples"], "permutations": 2}}
 

@@ -227,11 +227,12 @@ def test_a_row_samples_with_its_own_settings(tmp_path):
     from srdiv.sampling.samples import SampleSettings, samples_key
 
     params = {"samples": {"permutations": 10, "draw": "prefixes"},
-              "models": {"A": {"model": "dssa"}, "B": {"model": "dssa", "samples": {"permutations": 3}}}}
+              "models": {"A": {"model": {"name": "dssa"}},
+                         "B": {"model": {"name": "dssa"}, "samples": {"permutations": 3}}}}
     assert SampleSettings.from_params(params, "A").permutations == 10
     assert SampleSettings.from_params(params, "B") == SampleSettings(permutations=3, draw="prefixes")
     assert samples_key(params, "A") == "" and samples_key(params, "B") == "permutations3"
-    bad = {**params, "models": {"C": {"model": "dssa", "samples": {"perms": 3}}}}
+    bad = {**params, "models": {"C": {"model": {"name": "dssa"}, "samples": {"perms": 3}}}}
     with pytest.raises(ValueError, match="perms"):
         SampleSettings.from_params(bad, "C")
     bundle = random_bundle(queries=3, docs=6, subtopics=3, pad=False, seed=0)

@@ -7,7 +7,7 @@ import pytest
 import torch
 from torch import nn
 
-from srdiv.experiment import TrainSettings
+from srdiv.experiment import Component, TrainSettings
 from srdiv.features.bundle import random_bundle
 from srdiv.io import InputError
 from srdiv.models.base import DiversityModel
@@ -192,7 +192,7 @@ def _train(tmp_path, epochs=6, callbacks=(), patience=100, name="ckpt.pt", finge
     torch.manual_seed(0)
     model = DropoutScorer(bundle.dims.feats)
     settings = TrainSettings(epochs=epochs, patience=patience, batch_size=2)
-    trainer = Trainer(settings, {"name": "adam", "lr": 0.05}, torch.device("cpu"), seed=1,
+    trainer = Trainer(settings, Component("adam", {"lr": 0.05}), torch.device("cpu"), seed=1,
                       checkpoint=tmp_path / name, fingerprint=fingerprint, callbacks=callbacks, progress=False)
     return model, trainer.fit(model, PlackettLuceMLE(), bundle, _validate)
 
@@ -246,11 +246,11 @@ def test_early_stopping_keeps_the_best_state(tmp_path):
 
 def test_optimisers_and_l2():
     params = [nn.Parameter(torch.ones(2))]
-    assert isinstance(make_optimizer(params, {"name": "sgd", "lr": 0.1, "momentum": 0.9}), torch.optim.SGD)
-    adagrad = make_optimizer(params, {"name": "adagrad", "lr": 0.1, "weight_decay": 0.01})
+    assert isinstance(make_optimizer(params, Component("sgd", {"lr": 0.1, "momentum": 0.9})), torch.optim.SGD)
+    adagrad = make_optimizer(params, Component("adagrad", {"lr": 0.1, "weight_decay": 0.01}))
     assert adagrad.defaults["weight_decay"] == 0.01 and adagrad.defaults["lr"] == 0.1
     with pytest.raises(ValueError):
-        make_optimizer(params, {"name": "lbfgs"})
+        make_optimizer(params, Component("lbfgs"))
 
 
 def test_trainable_ignores_frozen_submodules():

@@ -5,21 +5,20 @@ The bottom layer every later stage reads (sampling, training, gathering, the rep
 A model row::
 
     DSSA:
-      model: dssa                  # MODELS registry name
-      objective: list_pairwise     # OBJECTIVES registry name; absent: nothing to train
+      model: {name: dssa, args: {hidden: 50}}       # MODELS registry name and constructor keywords; ``args:
+                                   # {prior: <Row>}`` is replaced by that row's trained model of the same fold
+      objective: {name: list_pairwise, args: {}}    # OBJECTIVES registry name; absent: nothing to train
+      optim: {name: adam, args: {lr: 0.001, weight_decay: 0.0}}   # adam | sgd | adagrad (lr 1e-3 by default)
       group: explicit              # initial | reference | unsupervised | implicit | explicit (tables)
-      params: {hidden: 50}         # constructor keywords; ``prior: <Row>`` is replaced
-                                   # by that row's trained model of the same fold
-      objective_params: {}         # objective constructor keywords
-      optim: {name: adam, lr: 0.001, weight_decay: 0.0}
       train: {epochs: 30}          # per-row overrides of the ``train`` section
-      tune: {lam: [0.1, 0.5], optim.lr: [0.001, 0.01]}
+      tune: {model.args.lam: [0.1, 0.5], optim.args.lr: [0.001, 0.01]}
       variant_of: DSSA             # for ablation rows (tables), with ``variant: <label>``
       representation: lda          # which bundle the pipeline gives this row (not read here)
 
-``tune`` keys name a model parameter, or ``optim.<key>``,
-``objective.<key>``, ``train.<key>``; every point of their Cartesian product
-(keys in file order) is trained and scored on the validation fold.
+A ``tune`` key is the path in the row of the value it sets: ``model.args.<arg>``,
+``objective.args.<arg>``, ``optim.args.<arg>``, ``train.<key>``; every point of
+their Cartesian product (keys in file order) is trained and scored on the
+validation fold.
 """
 
 from __future__ import annotations
@@ -52,16 +51,33 @@ class TrainSettings:
 
 
 @dataclass(frozen=True)
+class Component:
+    """A row's ``model``, ``objective`` or ``optim``: a registry (or optimiser) name and its keywords."""
+
+    name: str
+    args: dict = field(default_factory=dict)
+
+    @classmethod
+    def parse(cls, entry: Any, where: str) -> "Component":
+        """``{name, args}`` of a resolved row (``where``: its dotted key, for the error)."""
+        if not isinstance(entry, dict) or not entry.get("name"):
+            raise ValueError(f"{where} must be {{name: ..., args: {{...}}}}, got {entry!r}")
+        return cls(entry["name"], dict(entry.get("args") or {}))
+
+
+_TUNED = {"model.args": "model", "objective.args": "objective", "optim.args": "optim", "train": "train"}
+"""Where a ``tune`` path (``model.args.lam``) leads: the part of the spec its last name is set in."""
+
+
+@dataclass(frozen=True)
 class ModelSpec:
     """One ``models.<Row>`` entry, with the ``train`` section merged in."""
 
     row: str
-    model: str
-    objective: str | None = None
+    model: Component
+    objective: Component | None = None
     group: str = ""
-    params: dict = field(default_factory=dict)
-    objective_params: dict = field(default_factory=dict)
-    optim: dict = field(default_factory=lambda: {"name": "adam", "lr": 1e-3})
+    optim: Component = field(default_factory=lambda: Component("adam"))
     train: TrainSettings = field(default_factory=TrainSettings)
     tune: dict = field(default_factory=dict)
     variant_of: str | None = None
@@ -71,28 +87,35 @@ class ModelSpec:
     @property
     def prior(self) -> str | None:
         """The row whose trained model this one takes as ``prior``."""
-        return self.params.get("prior")
+        return self.model.args.get("prior")
 
     def grid(self) -> list[dict[str, Any]]:
-        """Every tuning point as ``{tune key: value}`` (one empty point without ``tune``)."""
+        """Every tuning point as ``{tune path: value}`` (one empty point without ``tune``)."""
         keys = list(self.tune)
         return [dict(zip(keys, values)) for values in itertools.product(*(self.tune[k] for k in keys))]
 
     def at(self, point: dict[str, Any]) -> "ModelSpec":
         """This spec with a tuning point applied."""
-        parts: dict[str, dict] = {"params": dict(self.params), "optim": dict(self.optim),
-                                  "objective": dict(self.objective_params), "train": {}}
-        for key, value in point.items():
-            section, _, name = key.rpartition(".")
-            if section not in ("", "optim", "objective", "train"):
-                raise ValueError(f"models.{self.row}.tune: unknown section in '{key}'")
-            parts[section or "params"][name] = value
-        return replace(self, params=parts["params"], optim=parts["optim"], objective_params=parts["objective"],
-                       train=replace(self.train, **parts["train"]))
+        args = {"model": dict(self.model.args), "objective": dict(self.objective.args) if self.objective else {},
+                "optim": dict(self.optim.args), "train": {}}
+        for path, value in point.items():
+            head, _, name = path.rpartition(".")
+            if head not in _TUNED:
+                raise ValueError(f"models.{self.row}.tune: '{path}' is not a value the row can tune")
+            args[_TUNED[head]][name] = value
+        return replace(self, model=replace(self.model, args=args["model"]),
+                       objective=self.objective and replace(self.objective, args=args["objective"]),
+                       optim=replace(self.optim, args=args["optim"]), train=replace(self.train, **args["train"]))
 
     def to_dict(self) -> dict:
         """JSON-ready form (written next to the model)."""
         return asdict(self)
+
+    @classmethod
+    def from_dict(cls, saved: dict) -> "ModelSpec":
+        """The inverse of :meth:`to_dict`."""
+        parts = {key: Component(**saved[key]) if saved[key] else None for key in ("model", "objective", "optim")}
+        return cls(**{**saved, **parts, "train": TrainSettings(**saved["train"])})
 
 
 def run_rows(params: dict) -> list[str]:
@@ -112,16 +135,26 @@ def model_spec(params: dict, row: str) -> ModelSpec:
     models = model_rows(params)
     if row not in models:
         raise KeyError(f"params.yaml has no models.{row} (rows: {', '.join(models) or 'none'})")
-    entry = dict(models[row])
-    known = {"model", "objective", "group", "params", "objective_params", "optim", "train", "tune",
-             "variant_of", "variant", "representation", "samples"}
+    return _spec(params, row, models[row])
+
+
+def model_specs(params: dict) -> dict[str, ModelSpec]:
+    """The spec of every ``models`` row, in file order."""
+    return {row: _spec(params, row, entry) for row, entry in model_rows(params).items()}
+
+
+def _spec(params: dict, row: str, entry: dict) -> ModelSpec:
+    """A resolved row (:func:`~srdiv.params.model_rows`) as a :class:`ModelSpec`."""
+    known = {"model", "objective", "group", "optim", "train", "tune", "variant_of", "variant", "representation",
+             "samples"}
     unknown = set(entry) - known
     if unknown or "model" not in entry:
         raise ValueError(f"models.{row}: needs 'model'; unknown keys {sorted(unknown)}")
-    entry["train"] = TrainSettings.from_params(params, entry.get("train"))
-    entry.pop("samples", None)           # read by ``srdiv samples --row`` (srdiv.sampling.samples.row_overrides)
-    entry = {k: v for k, v in entry.items() if v is not None}
-    return ModelSpec(row=row, **entry)
+    values = {key: Component.parse(value, f"models.{row}.{key}") if key in ("model", "objective", "optim")
+              else value for key, value in entry.items()}
+    values["train"] = TrainSettings.from_params(params, entry.get("train"))
+    values.pop("samples", None)          # read by ``srdiv samples --row`` (srdiv.sampling.samples.row_overrides)
+    return ModelSpec(row=row, **values)
 
 
 def in_folds(folds: pd.DataFrame, fold_ids: Sequence[int] | None) -> pd.DataFrame:

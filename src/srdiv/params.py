@@ -36,7 +36,7 @@ def merge(base: dict, overlay: dict) -> dict:
 
 
 def lookup(params: dict, dotted: str, default: Any = None) -> Any:
-    """The value at a dotted key (``"models.DSSA.params"``), or ``default`` where a part is absent."""
+    """The value at a dotted key (``"models.DSSA.model"``), or ``default`` where a part is absent."""
     node: Any = params
     for part in dotted.split("."):
         if not isinstance(node, dict) or part not in node:
@@ -62,7 +62,7 @@ def model_rows(params: dict) -> dict[str, dict]:
     """The ``models`` rows in file order, resolved.
 
     An overlay removes a row by setting it to null, and a key of a row by setting the key to null
-    (``tune: {optim.lr: null}``). A row with ``extends: BASE`` is BASE's resolved entry merged with
+    (``tune: {optim.args.lr: null}``). A row with ``extends: BASE`` is BASE's resolved entry merged with
     the row's own keys (dicts key by key, as overlays merge; a key set to null is removed), so an
     ablation row states only what it changes.
     """
@@ -98,8 +98,11 @@ class Check:
     """The type and range of one params value (see :data:`SCHEMA`).
 
     ``kind``: ``int``, ``number``, ``bool``, ``str``, ``list`` (of ``items``), ``record`` (the
-    mapping ``keys``), ``table`` (any keys, values ``items``), ``any``; ``alternatives`` accepts a
+    mapping ``keys``), ``table`` (any keys, values ``items``), ``paths`` (dotted paths to the values
+    of the record ``keys``, each with a list of such values), ``any``; ``alternatives`` accepts a
     value that passes one of them. ``nullable``: null is allowed (an overlay removing a row or key).
+    ``retired``: keys of a record's old form, with the form that replaced them. ``what``: how
+    :meth:`describe` names the kind.
     """
 
     kind: str
@@ -112,6 +115,8 @@ class Check:
     alternatives: tuple = ()
     nullable: bool = False
     nonempty: bool = False
+    retired: dict = field(default_factory=dict)
+    what: str = ""
 
     def describe(self) -> str:
         if self.alternatives:
@@ -119,8 +124,9 @@ class Check:
         if self.choices:
             return "one of " + ", ".join(map(str, self.choices))
         names = {"int": "an integer", "number": "a number", "bool": "true or false", "str": "a string",
-                 "list": "a list", "record": "a mapping", "table": "a mapping", "any": "a value"}
-        text = names[self.kind]
+                 "list": "a list", "record": "a mapping", "table": "a mapping", "paths": "a mapping",
+                 "any": "a value"}
+        text = self.what or names[self.kind]
         if self.pattern:
             text += f" matching {self.pattern}"
         if self.low is not None and self.high is not None:
@@ -149,8 +155,12 @@ def _list(items: Check, nonempty: bool = True) -> Check:
 def _record(nullable_keys: bool = False, **keys: Check) -> Check:
     """A mapping with these keys (``nullable_keys``: each may be null, as in a row that ``extends``)."""
     if nullable_keys:
-        keys = {k: Check(**{**c.__dict__, "nullable": True}) for k, c in keys.items()}
+        keys = {k: _nullable(c) for k, c in keys.items()}
     return Check("record", keys=keys)
+
+
+def _nullable(check: Check, nullable: bool = True) -> Check:
+    return Check(**{**check.__dict__, "nullable": nullable})
 
 
 def _table(items: Check) -> Check:
@@ -166,18 +176,33 @@ _SAMPLE_KEYS = dict(permutations=_int(0), draw=_str("prefixes", "per_length"), m
                     alpha=_num(0, 1), pamm_positive=_int(1), pamm_negative=_int(1), pamm_metric=_SAMPLE_METRIC)
 OPTIMIZERS = ("adam", "sgd", "adagrad")
 """Optimiser names a row's ``optim.name`` may take (``srdiv.train.trainer`` maps them to torch)."""
-_ROW = _record(
+_ARGS = _table(Check("any", nullable=True))                 # a registry class's keywords (checked by check_rows)
+_OPTIM_ARGS = _record(nullable_keys=True, lr=Check("number", 0, None), weight_decay=_num(0))
+
+
+def _component(key: str, name: Check, args: Check) -> Check:
+    """A row's ``{name, args}`` entry ``key``: a model, objective or optimiser name and its keywords."""
+    check = _record(nullable_keys=True, name=name, args=args)
+    retired = {arg: f"write {key}: {{name: ..., args: {{{arg}: ...}}}}" for arg in args.keys}
+    return Check(**{**check.__dict__, "what": "a mapping {name: ..., args: {...}}", "retired": retired})
+
+
+_TUNABLE = _record(model=_record(args=_ARGS), objective=_record(args=_ARGS), optim=_record(args=_OPTIM_ARGS),
+                   train=_record(**_TRAIN_KEYS))
+"""The values a row's ``tune`` may set, by their path in the row (``model.args.lam``, ``train.epochs``)."""
+_ROW = Check(**{**_record(
     nullable_keys=True,
-    extends=_NAME, model=_NAME, objective=_NAME, variant_of=_NAME, variant=Check("str"),
+    extends=_NAME, variant_of=_NAME, variant=Check("str"),
+    model=_component("model", _NAME, _ARGS), objective=_component("objective", _NAME, _ARGS),
+    optim=_component("optim", _str(*OPTIMIZERS), _OPTIM_ARGS),
     group=_str("initial", "reference", "unsupervised", "implicit", "explicit"),
     representation=_REPRESENTATION,
-    params=_table(Check("any", nullable=True)), objective_params=_table(Check("any", nullable=True)),
-    optim=_record(nullable_keys=True, name=_str(*OPTIMIZERS), lr=Check("number", 0, None), weight_decay=_num(0)),
     train=_record(nullable_keys=True, **_TRAIN_KEYS),
-    tune=Check("table", items=Check("list", items=_ANY, nonempty=True, nullable=True)),
+    tune=Check("paths", keys=_TUNABLE.keys),
     samples=_record(nullable_keys=True, **_SAMPLE_KEYS),
-)
-_ROW = Check(**{**_ROW.__dict__, "nullable": True})
+).__dict__, "nullable": True, "retired": {
+    "params": "the model's keywords are model: {name: ..., args: {...}}",
+    "objective_params": "the objective's keywords are objective: {name: ..., args: {...}}"}})
 _TABLE_SPEC = _record(title=_NAME, reference=_NAME, runs=_list(_NAME), note=_NAME)
 SCHEMA = _record(
     seed=_int(0, 2**32 - 1), dataset=_NAME, study=_NAME, params_files=_list(_NAME), folds=_list(_int(1)),
@@ -243,14 +268,46 @@ def _problems(value: Any, check: Check, key: str) -> list[str]:
     elif check.kind == "record":
         for name, item in value.items():
             sub = f"{key}.{name}" if key else str(name)
-            if name not in check.keys:
+            if name in check.retired:
+                found.append(f"'{sub}' is the old form: {check.retired[name]}")
+            elif name not in check.keys:
                 found.append(f"unknown key '{sub}' (known: {', '.join(check.keys)})")
             else:
                 found += _problems(item, check.keys[name], sub)
     elif check.kind == "table":
         for name, item in value.items():
             found += _problems(item, check.items, f"{key}.{name}")
+    elif check.kind == "paths":
+        root = Check("record", keys=check.keys)
+        for path, item in value.items():
+            leaf = _leaf(root, str(path))
+            if leaf is None:
+                found.append(f"unknown path '{path}' in '{key}' (known: {', '.join(_paths(root))})")
+            else:
+                found += _problems(item, Check("list", items=_nullable(leaf, False), nonempty=True, nullable=True),
+                                   f"{key}.{path}")
     return found
+
+
+def _leaf(check: Check, path: str) -> Check | None:
+    """The check of the value at dotted ``path`` under the record ``check`` (None: no such single value)."""
+    for part in path.split("."):
+        if check.kind == "record" and part in check.keys:
+            check = check.keys[part]
+        elif check.kind == "table":
+            check = check.items
+        else:
+            return None
+    return None if check.kind in ("record", "table") else check
+
+
+def _paths(check: Check, prefix: str = "") -> list[str]:
+    """The dotted paths :func:`_leaf` knows under ``check`` (``NAME`` for a table's keys)."""
+    if check.kind == "record":
+        return [p for name, sub in check.keys.items() for p in _paths(sub, f"{prefix}{name}.")]
+    if check.kind == "table":
+        return _paths(check.items, f"{prefix}NAME.")
+    return [prefix.rstrip(".")]
 
 
 def validate(params: dict, path: str | os.PathLike = "params.yaml") -> None:

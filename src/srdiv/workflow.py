@@ -30,8 +30,9 @@ from typing import Sequence
 
 import yaml
 
+from srdiv.experiment import model_specs
 from srdiv.io import write_text
-from srdiv.params import lineage, load_params, lookup, model_rows
+from srdiv.params import lineage, load_params, lookup
 from srdiv.sampling.samples import samples_key
 
 _ABSENT = object()
@@ -245,14 +246,14 @@ def row_labels(params: dict) -> dict[str, tuple[str, ...]]:
     default = dataset.get("representation", "doc2vec")
     own = dataset.get("features", "text") == "text"
     labels = {}
-    for name, row in model_rows(params).items():
-        chain, prior = lineage(params, name), (row.get("params") or {}).get("prior")
+    for name, spec in model_specs(params).items():
+        chain = lineage(params, name)
         labels[name] = tuple(label for label in [
-            row.get("representation") if own and row.get("representation", default) != default else None,
-            f"on-{prior}" if prior else None,
+            spec.representation if own and (spec.representation or default) != default else None,
+            f"on-{spec.prior}" if spec.prior else None,
             f"extends-{chain[1]}" if len(chain) > 1 else None,
             samples_key(params, name) or None,
-            None if row.get("objective") else "untrained"] if label)
+            None if spec.objective else "untrained"] if label)
     return labels
 
 

@@ -1,8 +1,8 @@
 # Names shared by the rules: the dataset, its paths, the model rows and folds to run.
 
 from srdiv.sampling.samples import samples_key
-from srdiv.params import lineage, load_params, lookup, model_rows, validate
-from srdiv.experiment import run_rows
+from srdiv.params import lineage, load_params, lookup, validate
+from srdiv.experiment import model_specs, run_rows
 from srdiv.metrics.gather import reference_runs
 from srdiv.train.job import check_rows
 
@@ -31,7 +31,7 @@ FEATURES_FROM = DS.get("features", "text")  # text | dssa-release
 DEFAULT_REPR = DS.get("representation", "doc2vec")
 ROWS = run_rows(config)
 check_rows(config, ROWS, " + ".join(config["params_files"]))   # a misspelt row fails here, before any job
-ROW_ENTRIES = model_rows(config)   # rows with `extends` resolved
+SPECS = model_specs(config)   # rows with `extends` resolved, parsed
 REFERENCE_RUNS = {name: str(path) for name, path in reference_runs(config).items()}
 REFERENCES = f"{WORK}/reference_runs"
 FOLDS = [int(f) for f in config["folds"]]
@@ -53,25 +53,21 @@ def tracked(names):
     return {name: value for name, value in values.items() if value is not None}
 
 
-def row(model):
-    return ROW_ENTRIES[model]
-
-
 def representation(model):
     """The bundle a row reads: its own ``representation`` or the dataset's.
 
     The DSSA release holds one set of vectors (the dataset's ``representation``), which every row reads.
     """
-    rep = row(model).get("representation", DEFAULT_REPR)
+    rep = SPECS[model].representation or DEFAULT_REPR
     return DEFAULT_REPR if FEATURES_FROM == "dssa-release" else rep
 
 
 def prior(model):
-    return (row(model).get("params") or {}).get("prior")
+    return SPECS[model].prior
 
 
 def trainable(model):
-    return bool(row(model).get("objective"))
+    return SPECS[model].objective is not None
 
 
 def samples_file(model, fold):

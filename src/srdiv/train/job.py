@@ -14,7 +14,7 @@ Steps (fold protocol in :mod:`srdiv.train.folds`):
 3. :func:`rank_job` ranks the test queries with the chosen model; ``srdiv
    evaluate --fold`` scores them.
 
-A row with ``params: {prior: <Row>}`` gets that row's trained model of the
+A row with ``model: {args: {prior: <Row>}}`` gets that row's trained model of the
 same fold (``<prior_dir>/model.pt``, frozen) as its ``prior`` constructor
 argument. Outputs in ``<out>/`` (see :func:`run_job`).
 """
@@ -80,41 +80,36 @@ def check_rows(params: dict, rows: Sequence[str], where: str = "params.yaml") ->
     for row in rows:
         try:
             spec = model_spec(params, row)
-            model = MODELS.get(spec.model)
-            objective = OBJECTIVES.get(spec.objective) if spec.objective else None
+            model = MODELS.get(spec.model.name)
+            objective = OBJECTIVES.get(spec.objective.name) if spec.objective else None
         except (KeyError, ValueError) as err:
             raise InputError(where, f"models.{row}: {err.args[0]}") from None
-        given = {"params": set(spec.params) | {k for k in spec.tune if "." not in k},
-                 "objective_params": set(spec.objective_params) | {k.partition(".")[2] for k in spec.tune
-                                                                    if k.startswith("objective.")}}
-        for section, cls in (("params", model), ("objective_params", objective)):
+        for section, cls in (("model", model), ("objective", objective)):
+            component = getattr(spec, section)
+            given = set(component.args if component else ()) | {
+                path.rpartition(".")[2] for path in spec.tune if path.startswith(f"{section}.args.")}
             known = keywords(cls) if cls is not None else set()
-            unknown = sorted(given[section] - known) if known is not None else []
+            unknown = sorted(given - known) if known is not None else []
             if unknown:
-                raise InputError(where, f"models.{row}.{section}: {cls.__name__ if cls else 'no objective'} "
+                raise InputError(where, f"models.{row}.{section}.args: {cls.__name__ if cls else 'no objective'} "
                                         f"takes no {', '.join(unknown)} (it takes {', '.join(sorted(known)) or 'none'})")
-        for key in spec.tune:
-            section, _, name = key.rpartition(".")
-            if section not in ("", "optim", "objective", "train") or (
-                    section == "train" and name not in {f.name for f in fields(TrainSettings)}):
-                raise InputError(where, f"models.{row}.tune: unknown key '{key}'")
         if objective is not None:       # objectives are cheap to build: their values are checked here too
             for point in spec.grid():
                 try:
-                    objective(**spec.at(point).objective_params)
+                    objective(**spec.at(point).objective.args)
                 except (TypeError, ValueError) as err:
-                    raise InputError(where, f"models.{row}.objective_params: {err}") from None
+                    raise InputError(where, f"models.{row}.objective.args: {err}") from None
 
 
 def build_model(spec: ModelSpec, dims: BundleDims, prior: DiversityModel | None = None) -> DiversityModel:
-    """``Cls(dims, **params)`` with ``params['prior']`` replaced by the ``prior`` model."""
-    params = dict(spec.params)
-    if "prior" in params:
+    """``Cls(dims, **args)`` of the spec's model, with ``args['prior']`` replaced by the ``prior`` model."""
+    args = dict(spec.model.args)
+    if "prior" in args:
         if prior is None:
-            raise InputError("--prior", f"model row {spec.row} needs its prior '{params['prior']}' "
+            raise InputError("--prior", f"model row {spec.row} needs its prior '{args['prior']}' "
                                         "(srdiv train --prior DIR)")
-        params["prior"] = prior
-    return MODELS.get(spec.model)(dims, **params)
+        args["prior"] = prior
+    return MODELS.get(spec.model.name)(dims, **args)
 
 
 @dataclass
@@ -134,8 +129,7 @@ class Trained:
 
     @classmethod
     def from_dict(cls, saved: dict) -> "Trained":
-        spec = json.loads(saved["spec"])
-        spec = ModelSpec(**{**spec, "train": TrainSettings(**spec["train"])})
+        spec = ModelSpec.from_dict(json.loads(saved["spec"]))
         scaler = FeatureScaler(**{k: v.numpy() for k, v in saved["scaler"].items()})
         prior = cls.from_dict(saved["prior"]) if saved["prior"] else None
         return cls(spec, BundleDims(**saved["dims"]), saved["state"], scaler, prior)
@@ -227,7 +221,7 @@ def run_job(spec: ModelSpec, bundle: Bundle, collection: Collection, fold: int, 
         torch.manual_seed(seed)
         model = build_model(point_spec, data.valid.dims, prior_model).to(device)
         if point_spec.objective and trainable(model):
-            objective = OBJECTIVES.get(point_spec.objective)(**point_spec.objective_params)
+            objective = OBJECTIVES.get(point_spec.objective.name)(**point_spec.objective.args)
             objective.samples = samples
             trainer = Trainer(point_spec.train, point_spec.optim, device, seed, out / "tune" / f"point{i}.pt",
                               _fingerprint(point_spec, seed, fold, inputs), callbacks, progress,

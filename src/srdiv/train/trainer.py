@@ -27,7 +27,7 @@ import pandas as pd
 import torch
 from tqdm.auto import tqdm
 
-from srdiv.experiment import TrainSettings
+from srdiv.experiment import Component, TrainSettings
 from srdiv.features.bundle import Bundle
 from srdiv.io import InputError, load_torch, save_torch
 from srdiv.models.base import DiversityModel
@@ -40,15 +40,15 @@ Callback = Callable[[int, dict], None]
 """Called after each epoch's checkpoint with ``(epoch, curve record)``; may raise to stop training."""
 
 
-def make_optimizer(parameters, optim: dict) -> torch.optim.Optimizer:
-    """``optim``: ``name`` (adam | sgd | adagrad), ``lr``, ``weight_decay`` (L2), other keywords as given."""
-    cfg = dict(optim)
-    name = cfg.pop("name", "adam")
-    if name not in OPTIMIZERS:
-        raise ValueError(f"unknown optimiser '{name}' (known: {', '.join(OPTIMIZERS)})")
+def make_optimizer(parameters, optim: Component) -> torch.optim.Optimizer:
+    """``optim.name`` (adam | sgd | adagrad) with ``optim.args``: ``lr`` (1e-3 unless given), ``weight_decay``
+    (L2, 0 unless given), other keywords as given."""
+    if optim.name not in OPTIMIZERS:
+        raise ValueError(f"unknown optimiser '{optim.name}' (known: {', '.join(OPTIMIZERS)})")
+    args = dict(optim.args)
     # float(): YAML reads "1e-3" (no dot) as a string
-    return OPTIMIZERS[name](parameters, lr=float(cfg.pop("lr", 1e-3)), weight_decay=float(cfg.pop("weight_decay", 0.0)),
-                           **cfg)
+    return OPTIMIZERS[optim.name](parameters, lr=float(args.pop("lr", 1e-3)),
+                                  weight_decay=float(args.pop("weight_decay", 0.0)), **args)
 
 
 def curve_frame(records: list[dict]) -> pd.DataFrame:
@@ -74,7 +74,7 @@ class FitResult:
 class Trainer:
     """Trains a model with an objective; see the module docstring."""
 
-    def __init__(self, settings: TrainSettings, optim: dict, device: torch.device, seed: int = 0,
+    def __init__(self, settings: TrainSettings, optim: Component, device: torch.device, seed: int = 0,
                  checkpoint: str | Path | None = None, fingerprint: str = "",
                  callbacks: Sequence[Callback] = (), progress: bool | None = None, desc: str = "train"):
         self.settings = settings
