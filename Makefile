@@ -11,7 +11,7 @@ GPUS   ?= $(if $(filter-out 0,$(NGPU)),$(NGPU),$(CORES))
 SMK     = $(BIN)/snakemake --cores $(CORES) --resources gpu=$(GPUS)
 export PATH := $(abspath $(BIN)):$(PATH)
 
-.PHONY: install run run-debian run-ablations run-ablations-dssa run-ablations-daletor run-sweeps run-desa-ablations run-all smoke test dvc-yaml trec dvc-repro dvc-smoke
+.PHONY: install run run-debian run-ablations run-ablations-dssa run-ablations-daletor run-sweeps run-desa-ablations run-all smoke test test-slow dvc-yaml trec dvc-repro dvc-smoke
 
 $(STAMP): pyproject.toml
 	@command -v $(PYTHON) >/dev/null || { echo "need $(PYTHON)"; exit 1; }
@@ -62,8 +62,14 @@ smoke: $(STAMP)
 trec: $(STAMP)
 	$(SMK) --configfile params.yaml config/trec-web.yaml
 
+## the test suite less the end-to-end tests marked slow
 test: $(STAMP)
-	$(BIN)/pytest -q
+	$(BIN)/pytest -q -m "not slow"
+
+## the end-to-end tests marked slow: the smoke DAG through Snakemake and DVC, a training killed and resumed
+## through the CLI, the committed collections rebuilt from their sources (CI runs both targets)
+test-slow: $(STAMP)
+	$(BIN)/pytest -q -m slow
 
 ## the same DAGs through DVC, with the venv's srdiv on the PATH: the main table (dvc.yaml), a study or
 ## another setting (make dvc-repro PIPELINE=pipelines/<name>/dvc.yaml: ablations, ablations-dssa, ablations-daletor, sweeps,

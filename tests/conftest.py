@@ -1,7 +1,15 @@
-"""Shared test setup: the repository's paths (import them: ``from conftest import ROOT``)."""
+"""Shared test setup: the repository's paths (import them: ``from conftest import ROOT``) and the fixtures
+that more than one module reads, built once per session.
+
+The session fixtures hand every module the same objects: a test may read them, never change them in place
+(copy first).
+"""
 
 import sys
+import warnings
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 """The repository: params.yaml, config/, data/, the Snakefile."""
@@ -11,3 +19,35 @@ BIN = Path(sys.executable).parent
 
 FIXTURES = ROOT / "tests" / "fixtures"
 """Small vendored inputs: a TREC Web Track slice, a WordNet slice, a DSSA-release sample."""
+
+TREC_WEB = ROOT / "data" / "external" / "trec-web-2009-2012"
+"""The vendored TREC Web Track 2009-2012 topics, qrels, folds and Lemur run."""
+
+DSSA_SAMPLE = FIXTURES / "dssa-sample"
+"""The DSSA feature release's 13-topic sample and its collection."""
+
+
+@pytest.fixture(scope="session")
+def trec_web():
+    """``(collection, notes)`` built from the vendored TREC Web Track files (test_trec_web, test_metrics)."""
+    from srdiv.collection.trec_web import build_trec_web
+
+    return build_trec_web(TREC_WEB)
+
+
+@pytest.fixture(scope="session")
+def dssa_sample():
+    """The collection of the DSSA-release sample (test_dssa_import, test_release_rows)."""
+    from srdiv.collection.schema import load_collection
+
+    return load_collection(DSSA_SAMPLE / "collection")
+
+
+@pytest.fixture(scope="session")
+def dssa_release(dssa_sample):
+    """``(docs, pseudo, rel)``: the sample's vectors and relevance features as srdiv imports them."""
+    from srdiv.features.dssa_import import import_release
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # level-2 suggestions absent from the release
+        return import_release(dssa_sample, DSSA_SAMPLE)

@@ -11,7 +11,6 @@ import pytest
 from typer.testing import CliRunner
 
 from srdiv.cli import app
-from srdiv.collection.schema import load_collection
 from srdiv.features.assemble import build_bundle
 from srdiv.features.diversity import diversity_features
 from srdiv.features.dssa_import import check_candidates, import_release, normalise, read_emb, read_rel_feat
@@ -24,15 +23,9 @@ TOPICS = {"6", "16", "22", "41", "42", "45", "91", "106", "111", "120", "136", "
 
 
 @pytest.fixture(scope="module")
-def coll():
-    return load_collection(SAMPLE / "collection")
-
-
-@pytest.fixture(scope="module")
-def imported(coll):
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return import_release(coll, SAMPLE)
+def coll(dssa_sample):
+    """The sample's collection, loaded once for the session (conftest)."""
+    return dssa_sample
 
 
 def test_release_files_read(coll):
@@ -44,10 +37,10 @@ def test_release_files_read(coll):
     assert list(rel.columns) == ["query", "docno"] + FEATURE_NAMES and len(rel) == 10750
 
 
-def test_strings_map_to_queries_and_suggestions(coll, imported):
+def test_strings_map_to_queries_and_suggestions(coll, dssa_release):
     with pytest.warns(UserWarning, match=r"are not in the release \(\d+ level-2\)"):
         import_release(coll, SAMPLE)  # every query and level-1 suggestion is found; only level-2 are lost
-    docs, pseudo, rel = imported
+    docs, pseudo, rel = dssa_release
     keys, vectors = pseudo
     assert set(keys.loc[keys["sugg_id"] == "", "qid"]) == TOPICS
     level1 = coll.suggestions[coll.suggestions["level"] == 1]
@@ -59,8 +52,8 @@ def test_strings_map_to_queries_and_suggestions(coll, imported):
     assert docs[1].shape == (605, 25)
 
 
-def test_relevance_rows_keep_release_values(coll, imported):
-    rel = imported[2]
+def test_relevance_rows_keep_release_values(coll, dssa_release):
+    rel = dssa_release[2]
     assert list(rel.columns) == ["qid", "sugg_id", "docno"] + FEATURE_NAMES
     first = rel[(rel["qid"] == "42") & (rel["docno"] == "clueweb09-enwp02-28-05314")]
     suggestion = coll.suggestions.query("qid == '42' and text == 'the music man 1962'")["sugg_id"]
@@ -68,8 +61,8 @@ def test_relevance_rows_keep_release_values(coll, imported):
     assert row["anchor_text-bm25"] == pytest.approx(11.84235) and row["outlinks"] == 1.0
 
 
-def test_bundle_from_the_release(coll, imported):
-    docs, pseudo, rel = imported
+def test_bundle_from_the_release(coll, dssa_release):
+    docs, pseudo, rel = dssa_release
     with pytest.warns(UserWarning, match="only the vector-based subtopic_div"):
         diversity = diversity_features(coll, None, docs, rank_docs=50)
     with warnings.catch_warnings():

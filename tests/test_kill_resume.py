@@ -94,6 +94,7 @@ def finished_epochs(checkpoint: Path) -> int:
     return int(torch.load(checkpoint, map_location="cpu", weights_only=True)["state"]["epoch"])
 
 
+@pytest.mark.slow  # four trainings of a 400-query bundle as separate processes
 def test_a_training_killed_mid_epoch_resumes_to_the_same_bytes(inputs, tmp_path):
     whole, cut = tmp_path / "whole", tmp_path / "cut"
     assert run(inputs, whole) == list(range(1, EPOCHS + 1))

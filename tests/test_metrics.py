@@ -1,7 +1,6 @@
 """Official diversity metrics: hand-worked cases, the greedy ideal, and equality with ndeval (pyndeval)."""
 
 import itertools
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -24,7 +23,6 @@ from srdiv.metrics.runs import order_run
 
 pyndeval = pytest.importorskip("pyndeval")
 
-DATA = Path(__file__).resolve().parents[1] / "data" / "external" / "trec-web-2009-2012"
 NDEVAL_NAMES = {"alpha_nDCG": "alpha-nDCG", "ERR_IA": "ERR-IA", "nERR_IA": "nERR-IA", "P_IA": "P-IA",
                 "StRecall": "strec", "NRBP": "NRBP", "nNRBP": "nNRBP"}
 
@@ -244,11 +242,9 @@ def test_random_topics_equal_ndeval():
 
 
 @pytest.fixture(scope="module")
-def trec():
-    from srdiv.collection.trec_web import build_trec_web
-
-    coll, _ = build_trec_web(DATA)
-    return coll
+def trec(trec_web):
+    """The TREC Web Track collection with its Lemur run, built once for the session (conftest)."""
+    return trec_web[0]
 
 
 def test_lemur_run_equals_ndeval(trec):

@@ -1,5 +1,6 @@
 """The pipeline description: dvc.yaml in sync with the Snakefile, the SLURM profile, the smoke DAG."""
 
+import copy
 import os
 import shutil
 import subprocess
@@ -8,7 +9,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from srdiv.workflow import job_stages, render_dvc_yamls
+from srdiv import workflow
+from srdiv.workflow import render_dvc_yamls
 from conftest import BIN, ROOT
 
 SMOKE = [Path("params.yaml"), Path("config/smoke.yaml")]
@@ -28,14 +30,26 @@ def in_root(monkeypatch):
     monkeypatch.chdir(ROOT)
 
 
-def test_dvc_yaml_matches_snakefile(in_root):
-    """dvc.yaml files are generated from the Snakemake DAG; editing one without the other fails here."""
-    for configs, studies, out, wdir in DVC_SETTINGS:
-        for path, text in render_dvc_yamls(Path("Snakefile"), configs, out, wdir, studies).items():
-            assert (ROOT / path).read_text() == text, f"{path} drifted from the Snakefile: run `make dvc-yaml`"
+@pytest.fixture(scope="module")
+def dag_once():
+    """The Snakemake DAGs of each group of settings read once for the module (the two tests below read the
+    same ones): ``workflow.job_stages`` remembers its answers and hands out copies."""
+    made, read = {}, workflow.job_stages
+
+    def once(settings, snakefile, wdirs):
+        key = repr(([[Path(c).resolve() for c in configs] for configs in settings], Path(snakefile).resolve(),
+                    list(wdirs)))
+        if key not in made:
+            made[key] = read(settings, snakefile, wdirs)
+        return copy.deepcopy(made[key])
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(workflow, "job_stages", once)
+        yield
 
 
-def _dvc_stages():
+@pytest.fixture(scope="module")
+def dvc_stages():
     """Every stage as DVC itself reads the repository's dvc.yaml files (matrix and foreach expanded)."""
     from dvc.repo import Repo
 
@@ -43,15 +57,22 @@ def _dvc_stages():
         return list(repo.index.stages)
 
 
-def test_dvc_expands_to_the_snakemake_jobs(in_root):
+def test_dvc_yaml_matches_snakefile(in_root, dag_once):
+    """dvc.yaml files are generated from the Snakemake DAG; editing one without the other fails here."""
+    for configs, studies, out, wdir in DVC_SETTINGS:
+        for path, text in render_dvc_yamls(Path("Snakefile"), configs, out, wdir, studies).items():
+            assert (ROOT / path).read_text() == text, f"{path} drifted from the Snakefile: run `make dvc-yaml`"
+
+
+def test_dvc_expands_to_the_snakemake_jobs(in_root, dag_once, dvc_stages):
     """DVC's expansion of the matrix/foreach stages gives each Snakemake job's command, inputs, code,
     params and outputs, and nothing else."""
     expected = {}
     for configs, studies, _, wdir in DVC_SETTINGS:
         settings = [configs] + [[configs[0], study] for study in studies]
-        for jobs in job_stages(settings, Path("Snakefile"), [wdir] + ["../.."] * len(studies)):
+        for jobs in workflow.job_stages(settings, Path("Snakefile"), [wdir] + ["../.."] * len(studies)):
             expected.update({_outs(job.stage)[0]: job.stage for job in jobs})
-    for stage in _dvc_stages():
+    for stage in dvc_stages:
         outs = sorted(out.def_path for out in stage.outs)
         job = expected.pop(outs[0], None)
         assert job is not None, f"{stage.addressing} makes {outs[0]}, which no Snakemake job makes"
@@ -68,15 +89,15 @@ def _outs(stage: dict) -> list[str]:
     return sorted(next(iter(out)) if isinstance(out, dict) else out for out in stage["outs"])
 
 
-def test_a_failing_dvc_stage_shows_its_log():
+def test_a_failing_dvc_stage_shows_its_log(dvc_stages):
     """Under DVC a stage's stderr goes to its log; on failure the end of the log reaches the terminal."""
-    for stage in _dvc_stages():
+    for stage in dvc_stages:
         log = stage.cmd.rsplit("|| { tail -n 20 ", 1)[-1].split(" ", 1)[0]
         assert log.startswith("logs/") and f"> {log}" in stage.cmd, stage.addressing
 
 
-def test_every_dvc_stage_calls_srdiv_and_depends_on_its_code():
-    for stage in _dvc_stages():
+def test_every_dvc_stage_calls_srdiv_and_depends_on_its_code(dvc_stages):
+    for stage in dvc_stages:
         assert stage.cmd.split(" && ")[-1].startswith("srdiv "), stage.addressing
         command = stage.cmd.split(" && ")[-1].split()[1]
         package = {"features": "features", "samples": "sampling", "train": "train", "rank": "train",

@@ -6,16 +6,13 @@ features, vector-only diversity features, one trial, one epoch.
 """
 
 import warnings
-from pathlib import Path
 
 import numpy as np
 import pytest
 
-from srdiv.collection.schema import load_collection
 from srdiv.experiment import model_rows, model_spec
 from srdiv.features.assemble import build_bundle
 from srdiv.features.diversity import diversity_features
-from srdiv.features.dssa_import import import_release
 from srdiv.metrics.evaluate import evaluate_run
 from srdiv.metrics.runs import read_run
 from srdiv.params import load_params
@@ -24,7 +21,6 @@ from srdiv.train.folds import fold_split, select_queries
 from srdiv.train.job import Trained, rank_job, run_job
 from conftest import ROOT
 
-SAMPLE = Path(__file__).parent / "fixtures" / "dssa-sample"
 PARAMS = load_params(ROOT / "params.yaml")
 FOLD = 3  # test 16, 41, 42; validation 6, 22, 136; training the other 7 topics
 
@@ -45,11 +41,10 @@ SMALL = _small(PARAMS)
 
 
 @pytest.fixture(scope="module")
-def release():
-    coll = load_collection(SAMPLE / "collection")
+def release(dssa_sample, dssa_release):
+    coll, (docs, pseudo, rel) = dssa_sample, dssa_release
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # level-2 suggestions absent from the release; vector-only diversity
-        docs, pseudo, rel = import_release(coll, SAMPLE)
+        warnings.simplefilter("ignore")  # vector-only diversity
         bundle = build_bundle(coll, docs, pseudo, rel, diversity_features(coll, None, docs, rank_docs=50),
                               rank_docs=50)
     train = select_queries(bundle, fold_split(coll.folds, FOLD).train).truncate(SMALL["train"]["train_docs"])

@@ -1,4 +1,4 @@
-"""The TREC Web Track 2009-2012 collection: built from the vendored files, checked against their known shape."""
+"""The TREC Web Track 2009-2012 collection: trec_web from the vendored files, checked against their known shape."""
 
 import json
 import sys
@@ -10,7 +10,7 @@ import pytest
 
 from srdiv.cli import main
 from srdiv.collection.schema import load_collection
-from srdiv.collection.trec_web import build_trec_web, read_suggestions
+from srdiv.collection.trec_web import read_suggestions
 from srdiv.metrics import evaluate_run, mean_measures
 from conftest import FIXTURES, ROOT
 
@@ -18,13 +18,8 @@ DATA = ROOT / "data" / "external" / "trec-web-2009-2012"
 MINI = FIXTURES / "trec-web-mini"
 
 
-@pytest.fixture(scope="module")
-def built():
-    return build_trec_web(DATA)
-
-
-def test_topics_qrels_and_folds(built):
-    coll, notes = built
+def test_topics_qrels_and_folds(trec_web):
+    coll, notes = trec_web
     assert len(coll.topics) == 200 and coll.topics["qid"].is_unique
     assert len(coll.subtopics) == 243 + 218 + 168 + 195  # subtopics in the four topic files
     judged = set(coll.qrels["qid"])
@@ -39,8 +34,8 @@ def test_topics_qrels_and_folds(built):
     assert any("149" in n for n in notes) and any("95, 100" in n for n in notes)
 
 
-def test_grades(built):
-    qrels = built[0].qrels
+def test_grades(trec_web):
+    qrels = trec_web[0].qrels
     year = (qrels["qid"].astype(int) - 1) // 50
     assert qrels["grade"].min() == 0  # spam (-2) read as 0
     assert (qrels["rel"] == (qrels["grade"] > 0)).all()
@@ -50,8 +45,8 @@ def test_grades(built):
     assert len(zero) == 21465 and (zero["grade"] == 0).all() and (zero["qid"].astype(int) <= 50).all()
 
 
-def test_suggestions(built):
-    sugg = built[0].suggestions
+def test_suggestions(trec_web):
+    sugg = trec_web[0].suggestions
     assert (sugg["level"] == 1).sum() == 1893 and (sugg["level"] == 2).sum() == 13675
     assert not {"148", "149"} & set(sugg["qid"])
     level1 = sugg[sugg["level"] == 1]
@@ -64,8 +59,8 @@ def test_suggestions(built):
     assert first[("1", "1")] == first[("1", "1.1")] == "obama family tree"  # repeated text kept
 
 
-def test_run_keeps_lemur_order(built):
-    run = built[0].run
+def test_run_keeps_lemur_order(trec_web):
+    run = trec_web[0].run
     assert len(run) == 61721
     assert (run["rank"] == run.groupby("qid").cumcount() + 1).all()
     # topic 10's first document has rank 3 in the released file (spam removed above it)
@@ -73,8 +68,8 @@ def test_run_keeps_lemur_order(built):
         "clueweb09-en0011-69-11971", 1, -2.74056]
 
 
-def test_lemur_reproduces_published_numbers(built):
-    coll = built[0]
+def test_lemur_reproduces_published_numbers(trec_web):
+    coll = trec_web[0]
     means = mean_measures(evaluate_run(coll.run, coll.qrels))
     published = {"ERR_IA@20": 0.271, "alpha_nDCG@20": 0.369, "NRBP": 0.232, "P_IA@20": 0.153, "StRecall@20": 0.621}
     assert {m: round(means[m], 3) for m in published} == published
