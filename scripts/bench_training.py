@@ -44,7 +44,7 @@ def worker(args: argparse.Namespace) -> dict:
     from srdiv.registry import OBJECTIVES
     from srdiv.sampling.samples import SampleSettings, make_samples
     from srdiv.experiment import model_spec
-    from srdiv.train.folds import fold_split, select_queries
+    from srdiv.train.folds import fold_queries, fold_split
     from srdiv.train.job import FoldData, build_model
     from srdiv.train.trainer import make_optimizer
 
@@ -67,7 +67,7 @@ def worker(args: argparse.Namespace) -> dict:
     if args.draw != "default":
         sample_params["draw"] = args.draw
     seed = params.get("seed", 0)
-    train = select_queries(bundle, split.train).truncate(spec.train.train_docs)
+    train = fold_queries(bundle, split.train, spec.train.train_docs)
     samples = make_samples(train, SampleSettings(**sample_params), [seed, args.fold])
 
     torch.manual_seed(seed)

@@ -332,3 +332,13 @@ def test_inputs_are_unit_vectors_unless_told_otherwise():
     torch.testing.assert_close(model.list_scores(scaled), model.list_scores(data))
     raw = DALETOR(bundle.dims, latent_cross=True, normalize=False).eval()
     assert torch.equal(raw.inputs(data)[..., emb:2 * emb], data["doc_vec"])
+
+
+def test_gsf_evaluation_in_chunks_equals_one_pass(bundle, monkeypatch):
+    """Ranking scores GSF windows a chunk at a time (bounded memory); the scores equal one pass over all."""
+    import srdiv.models.daletor as daletor
+
+    model, data = make(bundle, context="gsf", group_size=3, latent_cross=True).eval(), bundle.to_torch()
+    whole = model.list_scores(data)
+    monkeypatch.setattr(daletor, "EVAL_CHUNK", 2 * 3 * 3 * bundle.dims.emb)  # two windows per chunk
+    assert torch.allclose(model.list_scores(data), whole, rtol=0, atol=1e-6)

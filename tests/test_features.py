@@ -268,3 +268,25 @@ def test_feature_commands_end_to_end(tmp_path, coll):
         assert result.exit_code == 0, result.output
     loaded = Bundle.load(tmp_path / "bundle" / "lda.npz")
     assert loaded.dims.docs == 6 and loaded.dims.div_feats == 6 and loaded.feature_names == FEATURE_NAMES
+
+
+def test_scaler_in_query_chunks_and_fold_queries_change_no_value(monkeypatch):
+    """Standardising a few queries at a time, and cutting candidates before selecting queries, give the
+    same arrays as one pass over everything (they only bound memory)."""
+    import srdiv.features.bundle as bundle_module
+    from srdiv.features.bundle import FeatureScaler, random_bundle
+    from srdiv.train.folds import fold_queries
+
+    data = random_bundle(queries=7, docs=9, subs=3, subs2=4, seed=5)
+    qids = list(data.qids[[5, 0, 3]])
+    cut = fold_queries(data, qids, 6)
+    expected = data.select_qids(qids).truncate(6)
+    for name in ("docnos", "doc_mask", "sub_feat", "sub2_feat", "div_feat", "labels"):
+        assert np.array_equal(getattr(cut, name), getattr(expected, name))
+    scaler = FeatureScaler.fit(data)
+    whole = scaler.transform(data)
+    monkeypatch.setattr(bundle_module, "TRANSFORM_QUERIES", 2)
+    chunked = scaler.transform(data)
+    for name in ("rel_feat", "sub_feat", "sub2_feat", "div_feat"):
+        assert getattr(chunked, name).dtype == np.float32
+        assert np.array_equal(getattr(chunked, name), getattr(whole, name))

@@ -260,9 +260,9 @@ def test_trained_model_and_prior_round_trip(tmp_path):
 def test_job_resumes_after_a_killed_epoch_with_identical_metrics(tmp_path):
     bundle, coll = make_data()
     from srdiv.sampling.samples import SampleSettings, make_samples
-    from srdiv.train.folds import select_queries
+    from srdiv.train.folds import fold_queries
 
-    train = select_queries(bundle, fold_split(coll.folds, 3).train).truncate(PARAMS["train"]["train_docs"])
+    train = fold_queries(bundle, fold_split(coll.folds, 3).train, PARAMS["train"]["train_docs"])
     samples = make_samples(train, SampleSettings(permutations=2), [7, 3])
     _job(tmp_path / "full", "LP", bundle, coll, fold=3, samples=samples)
 
@@ -290,9 +290,9 @@ def test_a_resume_after_changed_inputs_starts_over(tmp_path):
     killed, then restarted on other samples, the job trains from epoch 1 and ends as a clean run does."""
     bundle, coll = make_data()
     from srdiv.sampling.samples import SampleSettings, make_samples
-    from srdiv.train.folds import select_queries
+    from srdiv.train.folds import fold_queries
 
-    train = select_queries(bundle, fold_split(coll.folds, 3).train).truncate(PARAMS["train"]["train_docs"])
+    train = fold_queries(bundle, fold_split(coll.folds, 3).train, PARAMS["train"]["train_docs"])
     old, new = (make_samples(train, SampleSettings(permutations=2), [seed, 3]) for seed in (7, 8))
 
     def kill(epoch, record):

@@ -17,7 +17,7 @@ from srdiv.metrics.evaluate import evaluate_run
 from srdiv.metrics.runs import read_run
 from srdiv.params import load_params
 from srdiv.sampling.samples import SampleSettings, make_samples
-from srdiv.train.folds import fold_split, select_queries
+from srdiv.train.folds import fold_queries, fold_split, select_queries
 from srdiv.train.job import Trained, rank_job, run_job
 from conftest import ROOT
 
@@ -47,7 +47,7 @@ def release(dssa_sample, dssa_release):
         warnings.simplefilter("ignore")  # vector-only diversity
         bundle = build_bundle(coll, docs, pseudo, rel, diversity_features(coll, None, docs, rank_docs=50),
                               rank_docs=50)
-    train = select_queries(bundle, fold_split(coll.folds, FOLD).train).truncate(SMALL["train"]["train_docs"])
+    train = fold_queries(bundle, fold_split(coll.folds, FOLD).train, SMALL["train"]["train_docs"])
     samples = make_samples(train, SampleSettings.from_params(SMALL), [0, FOLD])
     return coll, bundle, samples, {}
 

@@ -45,7 +45,7 @@ from srdiv.models.ranking import rank_bundle, run_frame
 from srdiv.registry import MODELS
 from srdiv.text.documents import doc_positions, join_columns, load_docs
 from srdiv.text.embed import read_vectors
-from srdiv.train.folds import select_queries
+from srdiv.train.folds import fold_queries
 from srdiv.train.job import MODEL_FILE, Trained
 
 MEASURES = [ir_measures.parse_measure(name) for name in MEASURE_NAMES]
@@ -414,7 +414,7 @@ class TrainedModel(pt.Transformer):
             raise InputError(who, f"the bundle has no features for query '{unknown[0]}'")
         runs = []
         for trained, qids in self.models.groups(list(pd.unique(results["qid"])), who):
-            part = trained.scaler.transform(select_queries(self.features, qids).truncate(trained.spec.train.rank_docs))
+            part = trained.scaler.transform(fold_queries(self.features, qids, trained.spec.train.rank_docs))
             wanted = pd.MultiIndex.from_frame(results.loc[results["qid"].isin(qids), ["qid", "docno"]])
             keys = pd.MultiIndex.from_arrays([np.repeat(part.qids, part.docnos.shape[1]), part.docnos.ravel()])
             lost = wanted[~wanted.isin(keys)]

@@ -27,6 +27,9 @@ ARRAY_FIELDS = (
 
 TENSOR_FIELDS = tuple(f for f in ARRAY_FIELDS if f != "docnos")
 
+TRANSFORM_QUERIES = 32
+"""Queries :meth:`FeatureScaler.transform` standardises at once (bounds its float64 temporaries)."""
+
 
 @dataclass
 class Bundle:
@@ -175,8 +178,11 @@ class FeatureScaler:
 
     def transform(self, bundle: Bundle) -> Bundle:
         """Standardised copy of ``bundle``; padded entries stay zero."""
-        def z(x, mean, std, mask):
-            return np.where(mask[..., None], (x - mean) / std, 0.0).astype(np.float32)
+        def z(x, mean, std, mask):  # a few queries at a time: float64 temporaries stay small
+            out = np.empty(x.shape, np.float32)
+            for rows in _chunks(len(x), TRANSFORM_QUERIES):
+                out[rows] = np.where(mask[rows][..., None], (x[rows] - mean) / std, 0.0)
+            return out
 
         docs = bundle.doc_mask
         return replace(
@@ -186,6 +192,10 @@ class FeatureScaler:
             sub2_feat=z(bundle.sub2_feat, self.rel_mean, self.rel_std, bundle.sub2_mask[:, :, None] & docs[:, None]),
             div_feat=z(bundle.div_feat, self.div_mean, self.div_std, docs[:, :, None] & docs[:, None, :]),
         )
+
+
+def _chunks(n: int, size: int) -> list[slice]:
+    return [slice(start, start + size) for start in range(0, n, size)]
 
 
 def _safe_std(x: np.ndarray) -> np.ndarray:

@@ -61,6 +61,9 @@ from srdiv.registry import MODELS
 CONTEXTS = ("none", "din", "gsf")
 """Listwise context of the scorer: none (DNN), DIN self-attention, GSF groups."""
 
+EVAL_CHUNK = 1 << 22
+"""Values (rows x width, about 16 MB of float32) the GSF tower takes at once when evaluating."""
+
 
 class Tower(nn.Module):
     """``BN(input)``, then ``[Linear, BN, ReLU, Dropout]`` per hidden size, then ``Linear(-> n_out)``.
@@ -193,9 +196,24 @@ class DALETOR(DiversityModel):
         slots = window[None] % n.clamp(min=1)[:, None, None]  # [B, D, g] positions in pi
         members = order.gather(1, slots.reshape(b, -1)).view(b, d, g)  # document in slot p of window k
         real = torch.arange(d, device=x.device)[None] < n[:, None]  # [B, D]: n windows per list
-        rows = x[torch.arange(b, device=x.device)[:, None, None], members]  # [B, D, g, n_in]
-        logits = x.new_zeros(b, d, g).masked_scatter(real[..., None], self.tower(rows[real].flatten(1)))
+        lists, first = real.nonzero(as_tuple=True)                      # [W] list and first slot of each window
+        logits = self.window_logits(x, lists, members[lists, first])   # [W, g]
+        logits = x.new_zeros(b, d, g).masked_scatter(real[..., None], logits)
         return x.new_zeros(b, d).scatter_add(1, members.reshape(b, -1), logits.reshape(b, -1)) / g
+
+    def window_logits(self, x: torch.Tensor, lists: torch.Tensor, members: torch.Tensor) -> torch.Tensor:
+        """The tower on windows ``members [W, g]`` of ``lists [W]``: logits ``[W, g]``.
+
+        In evaluation the batch norms use their running statistics, so each window's logits
+        are independent of the others: windows are gathered and scored a chunk at a time
+        (at most :data:`EVAL_CHUNK` input values), which changes no number and bounds the
+        memory of ranking with wide windows (g = 64 makes rows of 64 documents' inputs). In
+        training the batch statistics span all windows, so they run at once.
+        """
+        step = len(lists) if self.training else max(1, EVAL_CHUNK // (members.shape[1] * x.shape[2]))
+        parts = [self.tower(x[lists[i:i + step, None], members[i:i + step]].flatten(1))  # [w, g n_in]
+                 for i in range(0, len(lists), max(step, 1))]
+        return torch.cat(parts) if parts else self.tower(x.new_zeros(0, members.shape[1] * x.shape[2]))
 
     def group_order(self, mask: torch.Tensor) -> torch.Tensor:
         """``[B, D]`` the real documents in GSF's cyclic order, then the padded ones.

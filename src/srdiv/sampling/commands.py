@@ -26,11 +26,11 @@ def samples(
     from srdiv.params import load_params
     from srdiv.sampling.samples import SAMPLES_FILE, SampleSettings, make_samples
     from srdiv.experiment import TrainSettings
-    from srdiv.train.folds import fold_split, select_queries
+    from srdiv.train.folds import fold_queries, fold_split
 
     loaded = load_params(params)
     split = fold_split(load_collection(collection).folds, fold, str(collection / "folds.parquet"))
-    train = select_queries(Bundle.load(bundle), split.train).truncate(TrainSettings.from_params(loaded).train_docs)
+    train = fold_queries(Bundle.load(bundle), split.train, TrainSettings.from_params(loaded).train_docs)
     start = time.perf_counter()
     made = make_samples(train, SampleSettings.from_params(loaded, row), [loaded.get("seed", 0), fold])
     made.save(out / SAMPLES_FILE)

@@ -54,3 +54,8 @@ def select_queries(bundle: Bundle, qids: list[str], where: str = "bundle") -> Bu
         raise InputError(where, f"{len(missing)} queries of the folds table are missing from the bundle: "
                                 f"{missing[:5]}")
     return bundle.select_qids(qids)
+
+
+def fold_queries(bundle: Bundle, qids: list[str], n_docs: int, where: str = "bundle") -> Bundle:
+    """The queries ``qids`` with their top ``n_docs`` candidates, copying only those candidates."""
+    return select_queries(bundle.truncate(n_docs), qids, where)

@@ -46,7 +46,7 @@ from srdiv.experiment import ModelSpec, TrainSettings, model_spec
 from srdiv.models.ranking import RunScorer, rank_bundle, resolve_device, run_frame
 from srdiv.registry import MODELS, OBJECTIVES
 from srdiv.sampling.samples import Samples
-from srdiv.train.folds import FoldSplit, fold_split, select_queries
+from srdiv.train.folds import FoldSplit, fold_queries, fold_split
 from srdiv.train.trainer import Callback, Trainer, curve_frame, trainable
 
 MODEL_FILE = "model.pt"
@@ -157,21 +157,20 @@ class Trained:
 
 @dataclass
 class FoldData:
-    """The bundles of one trial, standardised by a scaler fitted on the training queries."""
+    """The training and validation bundles of one trial, standardised by a scaler fitted on the training
+    queries (the test queries are read only by :func:`rank_job`)."""
 
     train: Bundle
     valid: Bundle
-    test: Bundle
     scaler: FeatureScaler
 
     @classmethod
     def make(cls, bundle: Bundle, split: FoldSplit, settings: TrainSettings) -> "FoldData":
-        """Training queries with their top ``train_docs``, validation and test with their top ``rank_docs``."""
-        train = select_queries(bundle, split.train).truncate(settings.train_docs)
+        """Training queries with their top ``train_docs``, validation queries with their top ``rank_docs``."""
+        train = fold_queries(bundle, split.train, settings.train_docs)
         scaler = FeatureScaler.fit(train)
         return cls(scaler.transform(train),
-                   scaler.transform(select_queries(bundle, split.valid).truncate(settings.rank_docs)),
-                   scaler.transform(select_queries(bundle, split.test).truncate(settings.rank_docs)), scaler)
+                   scaler.transform(fold_queries(bundle, split.valid, settings.rank_docs)), scaler)
 
 
 @dataclass
@@ -258,7 +257,7 @@ def rank_job(trained: Trained, bundle: Bundle, collection: Collection, fold: int
     device = resolve_device(settings.device)
     split = fold_split(collection.folds, fold, _folds_file(collection))
     _check_dims(trained, bundle.dims, "--bundle")
-    test = trained.scaler.transform(select_queries(bundle, split.test).truncate(settings.rank_docs))
+    test = trained.scaler.transform(fold_queries(bundle, split.test, settings.rank_docs))
     model = trained.build(device)
     start = time.perf_counter()
     orders = rank_bundle(model, test, device, settings.rank_batch)
