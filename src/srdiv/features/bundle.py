@@ -180,7 +180,8 @@ class FeatureScaler:
         """Standardised copy of ``bundle``; padded entries stay zero."""
         def z(x, mean, std, mask):  # a few queries at a time: float64 temporaries stay small
             out = np.empty(x.shape, np.float32)
-            for rows in _chunks(len(x), TRANSFORM_QUERIES):
+            for start in range(0, len(x), TRANSFORM_QUERIES):
+                rows = slice(start, start + TRANSFORM_QUERIES)
                 out[rows] = np.where(mask[rows][..., None], (x[rows] - mean) / std, 0.0)
             return out
 
@@ -192,10 +193,6 @@ class FeatureScaler:
             sub2_feat=z(bundle.sub2_feat, self.rel_mean, self.rel_std, bundle.sub2_mask[:, :, None] & docs[:, None]),
             div_feat=z(bundle.div_feat, self.div_mean, self.div_std, docs[:, :, None] & docs[:, None, :]),
         )
-
-
-def _chunks(n: int, size: int) -> list[slice]:
-    return [slice(start, start + size) for start in range(0, n, size)]
 
 
 def _safe_std(x: np.ndarray) -> np.ndarray:

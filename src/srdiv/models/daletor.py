@@ -210,10 +210,9 @@ class DALETOR(DiversityModel):
         memory of ranking with wide windows (g = 64 makes rows of 64 documents' inputs). In
         training the batch statistics span all windows, so they run at once.
         """
-        step = len(lists) if self.training else max(1, EVAL_CHUNK // (members.shape[1] * x.shape[2]))
-        parts = [self.tower(x[lists[i:i + step, None], members[i:i + step]].flatten(1))  # [w, g n_in]
-                 for i in range(0, len(lists), max(step, 1))]
-        return torch.cat(parts) if parts else self.tower(x.new_zeros(0, members.shape[1] * x.shape[2]))
+        step = max(1, len(lists) if self.training else EVAL_CHUNK // (members.shape[1] * x.shape[2]))
+        return torch.cat([self.tower(x[lists[i:i + step, None], members[i:i + step]].flatten(1))  # [w, g n_in]
+                          for i in range(0, max(len(lists), 1), step)])
 
     def group_order(self, mask: torch.Tensor) -> torch.Tensor:
         """``[B, D]`` the real documents in GSF's cyclic order, then the padded ones.
