@@ -22,6 +22,10 @@ include: "workflow/rules/evaluate.smk"
 include: "workflow/rules/report.smk"
 
 
+# The per-fold metrics are targets too: results/ is committed, so on a fresh clone the report exists while
+# work/ does not, and without them Snakemake would find nothing to do; with them every stage runs, and
+# the gather and report are redone from what this run made.
 rule all:
     input:
         f"{RESULTS}/README.md",
+        expand(f"{MODELS}/{{model}}/fold{{fold}}/metrics.parquet", model=ROWS, fold=FOLDS),
