@@ -8,10 +8,11 @@ CORES  ?= 2
 # Training jobs declare gpu=1: with GPUs, that many run at once; on a CPU-only machine the cores limit them.
 NGPU   := $(shell nvidia-smi -L 2>/dev/null | grep -c '^GPU')
 GPUS   ?= $(if $(filter-out 0,$(NGPU)),$(NGPU),$(CORES))
-SMK     = $(BIN)/snakemake --cores $(CORES) --resources gpu=$(GPUS)
+# --rerun-incomplete: jobs that a hard kill (power loss, kill -9) left half-done are run again, not refused.
+SMK     = $(BIN)/snakemake --cores $(CORES) --resources gpu=$(GPUS) --rerun-incomplete
 export PATH := $(abspath $(BIN)):$(PATH)
 
-.PHONY: install run run-debian run-ablations run-ablations-dssa run-ablations-daletor run-sweeps run-desa-ablations run-all smoke test test-slow dvc-yaml trec dvc-repro dvc-smoke
+.PHONY: install run run-debian run-ablations run-ablations-dssa run-ablations-daletor run-sweeps run-desa-ablations run-all smoke unlock test test-slow dvc-yaml trec dvc-repro dvc-smoke
 
 $(STAMP): pyproject.toml
 	@command -v $(PYTHON) >/dev/null || { echo "need $(PYTHON)"; exit 1; }
@@ -57,6 +58,10 @@ run-all: $(STAMP)
 ## the whole DAG on ~12 queries, 2 folds, one epoch, a few models (minutes)
 smoke: $(STAMP)
 	$(SMK) --configfile params.yaml config/smoke.yaml
+
+## after a hard kill (power loss, kill -9): release the lock Snakemake left, then `make run` resumes
+unlock: $(STAMP)
+	$(SMK) --unlock --configfile params.yaml config/main.yaml
 
 ## the TREC Web Track 2009-2012 (needs the DSSA release or your ClueWeb09 text: see README)
 trec: $(STAMP)
