@@ -153,6 +153,35 @@ def test_performance_table_counts_trainings_best_at_their_last_epoch(tmp_path):
     assert convergence_note(perf.drop(columns="best at last epoch")) == ""
 
 
+def test_tuning_table_lists_each_folds_choice_and_counts_grid_ends(tmp_path):
+    from srdiv.io import InputError
+    from srdiv.report.builder import RunSpec, tuning_table
+
+    def job(row, fold, chosen, grid):
+        out = tmp_path / "models" / row / f"fold{fold}"
+        out.mkdir(parents=True)
+        (out / "hparams.json").write_text(json.dumps({"fold": fold, "chosen": chosen,
+                                                      "grid": [{"point": p} for p in grid]}))
+
+    grid = [{"lam": lam, "lr": lr} for lam in (0.0, 0.5, 1.0) for lr in (0.01, 0.1)]
+    for fold, chosen in ((2, {"lam": 1.0, "lr": 0.1}), (1, {"lam": 0.5, "lr": 0.1}), (3, {"lam": 0.0, "lr": 0.01})):
+        job("A", fold, chosen, grid)
+    job("B", 1, {}, [{}])                                       # nothing tuned
+    job("C", 1, {"cell": "gru"}, [{"cell": "lstm"}, {"cell": "gru"}, {"cell": "rnn"}])
+    specs = [RunSpec(k, k, "", "explicit") for k in "ABC"]
+    table = tuning_table(tmp_path / "models", specs).set_index(["Method", "parameter"])
+    assert list(table.index) == [("A", "lam"), ("A", "lr"), ("C", "cell")]
+    assert table.loc[("A", "lam")].to_dict() == {"grid": "0.0, 0.5, 1.0", "folds": "1, 2, 3",
+                                                 "chosen": "0.5, 1.0, 0.0", "at an end of the grid": "2/3"}
+    assert table.loc[("A", "lr"), "at an end of the grid"] == ""      # two values: every choice is an end
+    assert table.loc[("C", "cell")].to_dict() == {"grid": "gru, lstm, rnn", "folds": "1", "chosen": "gru",
+                                                  "at an end of the grid": ""}
+    assert tuning_table(None, specs).empty
+    (tmp_path / "models/C/fold1/hparams.json").write_text(json.dumps({"fold": 1}))
+    with pytest.raises(InputError, match="C/fold1/hparams.json.*no 'chosen'"):
+        tuning_table(tmp_path / "models", specs)
+
+
 @pytest.mark.parametrize("damage,message", [
     (lambda m: m.assign(value=m["value"].where(m.index != 7)), "row 'Initial': .* is not a finite number"),
     (lambda m: pd.concat([m, m.iloc[[3]]]), "appears twice"),

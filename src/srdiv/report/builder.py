@@ -197,6 +197,37 @@ def _best_at_last_epoch(hparams: dict, path: Path | str = "hparams.json") -> boo
         raise InputError(path, f"not an hparams.json of srdiv train (no {err})") from None
 
 
+def tuning_table(models_dir: Path | None, specs: list[RunSpec]) -> pd.DataFrame:
+    """The point each fold chose, one row per (row, tuned parameter): its grid, the folds' choices in fold
+    order, and how many folds chose an end of a numeric grid of three or more values (a grid that may
+    stop short of the best value). Reads ``<models_dir>/<key>/fold<k>/hparams.json``."""
+    rows = []
+    for spec in specs:
+        paths = (models_dir / spec.key).glob("fold*/hparams.json") if models_dir is not None else []
+        trials = sorted((_tuning_record(read_json(p, "hparams.json"), p) for p in paths), key=lambda t: t[0])
+        for name in dict.fromkeys(name for _, chosen, _ in trials for name in chosen):
+            grid = {point[name] for _, _, points in trials for point in points if name in point}
+            numeric = all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in grid)
+            grid = sorted(grid, key=None if numeric else str)
+            if len(grid) < 2:
+                continue
+            chosen = [c.get(name) for _, c, _ in trials]
+            ends = sum(v in (grid[0], grid[-1]) for v in chosen) if numeric and len(grid) >= 3 else None
+            rows.append({"Method": spec.label, "parameter": name, "grid": ", ".join(map(str, grid)),
+                         "folds": ", ".join(str(fold) for fold, _, _ in trials),
+                         "chosen": ", ".join(map(str, chosen)),
+                         "at an end of the grid": "" if ends is None else f"{ends}/{len(chosen)}"})
+    return pd.DataFrame(rows, columns=["Method", "parameter", "grid", "folds", "chosen", "at an end of the grid"])
+
+
+def _tuning_record(hparams: dict, path: Path) -> tuple[int, dict, list[dict]]:
+    """``(fold, chosen point, every grid point)`` of an ``hparams.json``."""
+    try:
+        return int(hparams["fold"]), hparams["chosen"], [g["point"] for g in hparams["grid"]]
+    except (KeyError, TypeError, ValueError) as err:
+        raise InputError(path, f"not an hparams.json of srdiv train (no {err})") from None
+
+
 def convergence_note(perf: pd.DataFrame) -> str:
     """One line: how many trained (row, fold) pairs were best at their last allowed epoch."""
     if "best at last epoch" not in perf:
@@ -205,6 +236,13 @@ def convergence_note(perf: pd.DataFrame) -> str:
     last, total = int(counts[0].sum()), int(counts[1].sum())
     return (f"Trained (row, fold) pairs whose chosen point was best at the last epoch allowed: {last} of {total} "
             f"({last / total:.0%}); the others stopped early or peaked before their last epoch.")
+
+
+TUNING_NOTE = ("Each fold chose its point on its own validation queries (alpha-nDCG@20); \"chosen\" lists "
+               "the folds' values in the order of \"folds\". \"At an end of the grid\" counts the folds that "
+               "chose its smallest or largest value (grids of three or more numbers): for a weight bounded "
+               "by [0, 1] (lambda, alpha) an end is an answer, for a learning rate or a size the best value "
+               "may lie beyond the grid.")
 
 
 REPORT_SUFFIXES = {".md", ".tex", ".html", ".png", ".svg"}
@@ -291,6 +329,10 @@ def _write_report(metrics_path: Path, params: dict, params_paths: list[Path], re
     if note:
         perf_md += "\n\n" + note
     write_text(perf_md + "\n", table_dir / "performance.md")
+    tuning = tuning_table(models_dir, specs)
+    tuning_md = (tuning.to_markdown(index=False) + "\n\n" + TUNING_NOTE) if not tuning.empty else \
+        "No tuning grids recorded."
+    write_text(tuning_md + "\n", table_dir / "tuning.md")
 
     n_queries = metrics["qid"].nunique()
     lines = [
@@ -306,9 +348,10 @@ def _write_report(metrics_path: Path, params: dict, params_paths: list[Path], re
         f"- machine: {machine()}", "",
         "## Tables", "",
         *[f"- [{stem}](tables/{stem}.md) ([LaTeX](tables/{stem}.tex), [HTML](tables/{stem}.html))" for stem in tables],
-        "- [performance](tables/performance.md)", "",
+        "- [performance](tables/performance.md)", "- [tuning](tables/tuning.md)", "",
         tables["main"].to_markdown(), "",
         "## Performance", "", perf_md, "",
+        "## Tuning", "", tuning_md, "",
         "## Plots", "",
         *[f"- [{p.stem}](plots/{p.name})" for p in written if p.suffix == ".png"], "",
     ]
