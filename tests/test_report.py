@@ -153,6 +153,18 @@ def test_performance_table_counts_trainings_best_at_their_last_epoch(tmp_path):
     assert convergence_note(perf.drop(columns="best at last epoch")) == ""
 
 
+def test_a_pipe_in_a_label_stays_inside_its_markdown_cell():
+    from srdiv.report.tables import Table, frame_markdown
+
+    label = "MDP-DIV (M = |X|)"
+    frame = pd.DataFrame({"Method": [label], "folds": [5]})
+    values = pd.DataFrame({"alpha_nDCG@20": [0.5]}, index=[label])
+    table = Table("t", values, values.map(lambda _: ""), values.map(lambda _: False), ["Supervised"])
+    for text in (frame_markdown(frame), table.to_markdown()):
+        row = next(line for line in text.splitlines() if "M = " in line)
+        assert row.replace(r"\|", "").count("|") == 3 and r"\|X\|" in row   # three cell borders: two cells
+
+
 def test_tuning_table_lists_each_folds_choice_and_counts_grid_ends(tmp_path):
     from srdiv.io import InputError
     from srdiv.report.builder import RunSpec, tuning_table

@@ -15,7 +15,7 @@ from srdiv.io import InputError, atomic_set, read_json, read_parquet, read_tsv, 
 from srdiv.metrics.gather import reference_runs
 from srdiv.provenance import git_commit, machine
 from srdiv.report import plots
-from srdiv.report.tables import IncompleteEvidence, Table, per_position_table, results_table
+from srdiv.report.tables import IncompleteEvidence, Table, frame_markdown, per_position_table, results_table
 
 GROUP_TITLES = {
     "initial": "Initial ranking",
@@ -325,12 +325,12 @@ def _write_report(metrics_path: Path, params: dict, params_paths: list[Path], re
     note = convergence_note(perf)
     if "best at last epoch" in perf:
         perf["best at last epoch"] = perf["best at last epoch"].fillna("")   # rows with nothing to train
-    perf_md = perf.to_markdown(index=False, floatfmt=".1f") if not perf.empty else "No timings recorded."
+    perf_md = frame_markdown(perf, floatfmt=".1f") if not perf.empty else "No timings recorded."
     if note:
         perf_md += "\n\n" + note
     write_text(perf_md + "\n", table_dir / "performance.md")
     tuning = tuning_table(models_dir, specs)
-    tuning_md = (tuning.to_markdown(index=False) + "\n\n" + TUNING_NOTE) if not tuning.empty else \
+    tuning_md = (frame_markdown(tuning) + "\n\n" + TUNING_NOTE) if not tuning.empty else \
         "No tuning grids recorded."
     write_text(tuning_md + "\n", table_dir / "tuning.md")
 

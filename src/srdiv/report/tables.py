@@ -32,6 +32,17 @@ def measure_label(measure: str) -> str:
     return f"{label}@{cut}" if cut else label
 
 
+def md_cell(text: str) -> str:
+    """A Markdown table cell: a ``|`` in it (a label such as "M = |X|") would end the cell, so it is escaped."""
+    return str(text).replace("|", r"\|")
+
+
+def frame_markdown(frame: pd.DataFrame, **kwargs) -> str:
+    """``frame.to_markdown(index=False, **kwargs)`` with every text cell and header through :func:`md_cell`."""
+    text = frame.map(lambda v: md_cell(v) if isinstance(v, str) else v).rename(columns=md_cell)
+    return text.to_markdown(index=False, **kwargs)
+
+
 @dataclass
 class Table:
     """One table: ``values``/``markers``/``bold`` are frames ``[rows, columns]``."""
@@ -58,13 +69,13 @@ class Table:
         previous = None
         for row, group in zip(self.values.index, self.groups):
             if group != previous and group:
-                lines.append(f"| *{group}* |" + " |" * len(cols))
+                lines.append(f"| *{md_cell(group)}* |" + " |" * len(cols))
                 previous = group
             cells = []
             for col in cols:
                 text = self.cell(row, col) + self.markers.at[row, col]
                 cells.append(f"**{text}**" if self.bold.at[row, col] else text)
-            lines.append(f"| {row} | " + " | ".join(cells) + " |")
+            lines.append(f"| {md_cell(row)} | " + " | ".join(cells) + " |")
         if self.note:
             lines += ["", self.note]
         return "\n".join(lines) + "\n"
