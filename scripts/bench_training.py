@@ -3,9 +3,11 @@
 Prints, per model row and implementation, the seconds a training epoch takes, the contexts
 (list-pairwise rows) or queries (other objectives) trained per second, the loss of the first
 mini-batch, and, for the rows named with ``--flops``, the achieved FLOP rate of a training
-step as a share of the rate this machine reaches on plain matrix products of the same shapes.
+step as a share of the rate this machine reaches on plain matrix products of the same shapes,
+and the matrix-product work of that step per context.
 
     python scripts/bench_training.py --baseline ../srdiv-before/src [--rows DSSA DESA ...] [--fold 1]
+        [--baseline-params ../srdiv-before/params.yaml]    # where the params format changed since
     python scripts/bench_training.py --rows DSSA DESA --threads 1 2     # torch threads compared instead
 
 Every implementation runs in a subprocess of its own (``PYTHONPATH`` = its ``src``) on the
@@ -43,8 +45,7 @@ def worker(args: argparse.Namespace) -> dict:
     from srdiv.params import load_params
     from srdiv.registry import OBJECTIVES
     from srdiv.sampling.samples import SampleSettings, make_samples
-    from srdiv.experiment import model_spec
-    from srdiv.train.folds import fold_queries, fold_split
+    from srdiv.train.folds import fold_split
     from srdiv.train.job import FoldData, build_model
     from srdiv.train.trainer import make_optimizer
 
@@ -52,6 +53,19 @@ def worker(args: argparse.Namespace) -> dict:
         from srdiv.train.commands import configure_torch
     except ImportError:
         configure_torch = torch.set_num_threads
+    try:
+        from srdiv.experiment import model_spec
+    except ImportError:  # an implementation older than the {name, args} row shape
+        from srdiv.train.config import model_spec
+    try:
+        from srdiv.train.folds import fold_queries
+    except ImportError:  # older: select the queries, then cut their candidate lists
+        from srdiv.train.folds import select_queries
+        fold_queries = lambda bundle, qids, n_docs: select_queries(bundle, qids).truncate(n_docs)  # noqa: E731
+    try:
+        from srdiv.train.job import lookup
+    except ImportError:  # newer: the registries are filled on import
+        lookup = lambda registry, name: registry.get(name)  # noqa: E731
     configure_torch(args.torch_threads)
     params = load_params([Path(p) for p in args.params])
     dataset = params["datasets"][params["dataset"]]
@@ -72,7 +86,9 @@ def worker(args: argparse.Namespace) -> dict:
 
     torch.manual_seed(seed)
     model = build_model(spec, data.valid.dims, None)
-    objective = OBJECTIVES.get(spec.objective.name)(**spec.objective.args)
+    objective_name = getattr(spec.objective, "name", spec.objective)   # older rows: a name and objective_params
+    objective_args = getattr(spec.objective, "args", getattr(spec, "objective_params", {}))
+    objective = lookup(OBJECTIVES, objective_name)(**objective_args)
     objective.samples = samples
     prepared = objective.prepare(data.train, np.random.default_rng([seed, 1]))
     optimizer = make_optimizer([p for p in model.parameters() if p.requires_grad], spec.optim)
@@ -91,7 +107,7 @@ def worker(args: argparse.Namespace) -> dict:
         return loss.item()
 
     rng = np.random.default_rng([seed, 2])
-    list_pairwise = spec.objective == "list_pairwise"
+    list_pairwise = objective_name == "list_pairwise"
     if args.denormals:
         return _denormal_effect(args, objective, prepared, data.train, spec.train.batch_size, rng, step, size)
     result = {"row": args.row, "draw": args.draw, "unit": "contexts" if list_pairwise else "queries",
@@ -114,6 +130,7 @@ def worker(args: argparse.Namespace) -> dict:
         result["epoch_seconds"] = per_epoch / result["per_second"]
         if args.measure_flops:
             result.update(_flop_share(lambda: step(minibatch)))
+            result["mflop_per_context"] = result["matmul_gflop"] * 1e3 / size(minibatch)
     else:
         seconds = []
         for epoch in range(args.epochs):
@@ -207,6 +224,8 @@ def main() -> None:
     parser.add_argument("--denormal-epochs", type=int, default=8, help="epochs trained before that measurement")
     parser.add_argument("--fold", type=int, default=1)
     parser.add_argument("--params", nargs="+", default=["params.yaml"])
+    parser.add_argument("--baseline-params", nargs="+", help="params files the baseline reads, where its "
+                        "params format differs (default: --params)")
     parser.add_argument("--batches", type=int, default=20, help="timed mini-batches of a list-pairwise row")
     parser.add_argument("--epochs", type=int, default=3, help="timed epochs of the other rows")
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
@@ -227,19 +246,19 @@ def main() -> None:
 
     here = str(Path(__file__).resolve().parents[1] / "src")
     specs = model_specs(load_params([Path(p) for p in args.params]))
-    runs = [("before", args.baseline, "default")] if args.baseline else []
-    runs += [("now", here, "per_length"), ("now", here, "prefixes")]
+    runs = [("before", args.baseline, "default", args.baseline_params or args.params)] if args.baseline else []
+    runs += [("now", here, "per_length", args.params), ("now", here, "prefixes", args.params)]
     if args.threads:
         print(thread_table([_run_worker(args, here, row, "prefixes", [], threads=n)
                             for row in args.rows for n in args.threads], args.threads))
         return
     lines = []
     for row in args.rows:
-        for label, src, draw in runs:
+        for label, src, draw, params in runs:
             if draw == "prefixes" and specs[row].objective.name != "list_pairwise":
                 continue
-            lines.append({**_run_worker(args, src, row, draw, ["--measure-flops"] if row in args.flops else []),
-                          "impl": label})
+            lines.append({**_run_worker(args, src, row, draw, ["--measure-flops"] if row in args.flops else [],
+                                        params=params), "impl": label})
     print(table(lines))
     if args.denormals:
         print("\n| row | trained epochs | contexts / s, denormals kept | flushed to zero | ratio |\n|---|---|---|---|---|")
@@ -248,11 +267,12 @@ def main() -> None:
         print(f"| {row} | {e['epochs']} | {e['kept']:.0f} | {e['flushed']:.0f} | {e['flushed'] / e['kept']:.1f}x |")
 
 
-def _run_worker(args: argparse.Namespace, src: str, row: str, draw: str, extra: list[str], threads: int = 1) -> dict:
-    """One worker subprocess with ``src`` first on the path and ``threads`` torch threads; its JSON result
-    (echoed to stderr)."""
+def _run_worker(args: argparse.Namespace, src: str, row: str, draw: str, extra: list[str], threads: int = 1,
+                params: list[str] | None = None) -> dict:
+    """One worker subprocess with ``src`` first on the path, ``threads`` torch threads and ``params`` (default
+    ``--params``); its JSON result (echoed to stderr)."""
     cmd = [sys.executable, __file__, "--worker", "--row", row, "--draw", draw, "--fold", str(args.fold),
-           "--batches", str(args.batches), "--epochs", str(args.epochs), "--params", *args.params,
+           "--batches", str(args.batches), "--epochs", str(args.epochs), "--params", *(params or args.params),
            "--torch-threads", str(threads), *extra]
     env = {**os.environ, "PYTHONPATH": src, "OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads)}
     out = subprocess.run(cmd, env=env, capture_output=True, text=True)
@@ -277,15 +297,16 @@ def table(results: list[dict]) -> str:
     """A Markdown table of the worker results, with the speed-up over ``before`` for the same row."""
     base = {r["row"]: r for r in results if r["impl"] == "before"}
     head = ("| row | implementation | samples | s / epoch | per second | speed-up | first-batch loss "
-            "| FLOP share (step GFLOP/s of matmul GFLOP/s) |")
-    out = [head, "|" + "---|" * 8]
+            "| FLOP share (step GFLOP/s of matmul GFLOP/s) | matmul MFLOP per context |")
+    out = [head, "|" + "---|" * 9]
     for r in results:
         ref = base.get(r["row"])
         speed = f"{ref['epoch_seconds'] / r['epoch_seconds']:.1f}x" if ref else ""
         flops = (f"{r['flop_share']:.2f} ({r['step_gflops']:.1f} of {r['matmul_gflops']:.1f})"
                  if "flop_share" in r else "")
+        work = f"{r['mflop_per_context']:.1f}" if "mflop_per_context" in r else ""
         out.append(f"| {r['row']} | {r['impl']} | {r['draw']} | {r['epoch_seconds']:.1f} | "
-                   f"{r['per_second']:.0f} {r['unit']} | {speed} | {r['first_loss']:.6f} | {flops} |")
+                   f"{r['per_second']:.0f} {r['unit']} | {speed} | {r['first_loss']:.6f} | {flops} | {work} |")
     return "\n".join(out)
 
 
