@@ -22,9 +22,11 @@ VARIANTS = [
     (HDSSA, {"accumulate": True}),
     (HDSSA, {"levels": [1]}),
     (HDSSA, {"levels": [2], "beta": "balanced"}),
+    (DSSA, {"normalize": True}),
+    (HDSSA, {"normalize": True}),
 ]
 IDS = ["dssa", "dssa-dot-vanilla", "dssa-rnn-gru", "hdssa", "hdssa-b", "dssa-cov", "dssa-rnn-cov", "hdssa-cov",
-       "hdssa-1", "hdssa-2"]
+       "hdssa-1", "hdssa-2", "dssa-unit", "hdssa-unit"]
 
 
 def make(cls, params, bundle, seed=0):
@@ -303,3 +305,22 @@ def test_learns_to_diversify():
         opt.step()
     best = b.labels.max(1).sum()                                      # every subtopic covered
     assert start < best - 3 and coverage(model) >= best - 1
+
+
+@pytest.mark.parametrize("cls", [DSSA, HDSSA])
+def test_normalize_reads_directions_only(cls, bundle):
+    """Extension: with ``normalize`` every vector is scaled to unit length first, so scaling any
+    vector by a positive number changes no score and no ranking; without it, scores change."""
+    batch = bundle.to_torch()
+    gen = torch.Generator().manual_seed(1)
+    scaled = {k: v * (0.1 + 10 * torch.rand(*v.shape[:-1], 1, generator=gen)) if k.endswith("_vec") else v
+              for k, v in batch.items()}
+    context, cand = torch.tensor([[0, 1, -1], [2, -1, -1], [-1, -1, -1], [1, 3, 0]]), all_candidates(batch)
+    unit = make(cls, {"normalize": True}, bundle)
+    torch.testing.assert_close(unit.context_scores(scaled, context, cand), unit.context_scores(batch, context, cand))
+    assert torch.equal(unit.rank(scaled), unit.rank(batch))
+    raw = make(cls, {}, bundle)
+    assert not torch.allclose(raw.context_scores(scaled, context, cand), raw.context_scores(batch, context, cand))
+    # unit vectors in: the two models (same weights) give the same scores
+    ones = {k: torch.nn.functional.normalize(v, dim=-1) if k.endswith("_vec") else v for k, v in batch.items()}
+    torch.testing.assert_close(raw.context_scores(ones, context, cand), unit.context_scores(batch, context, cand))

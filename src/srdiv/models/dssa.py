@@ -57,6 +57,14 @@ probability to the attention:
     a'_{t,i} += sum_{j<t} log(1 - c(d_j, i)),   c(d, i) = sigmoid(x_{d,i}^T w_c + b_c)
 
 so a_{t,i} is proportional to w_i exp(A' + max-pool) prod_{j<t} (1 - c(d_j, i)).
+
+Extension, not in the paper (``normalize=True``, off by default): the query, suggestion
+and document vectors are L2-normalised before anything reads them, as DALETOR
+(Section 4.1) does with its inputs. It tests whether a representation falls behind
+because of its vectors' scale rather than what they point at: S' and A' are bilinear
+in the vectors, so their scale sets the scale of the relevance and attention logits
+(on wordnet-div, a document's doc2vec norm times a suggestion's is about 80 times
+the same product for LDA).
 """
 
 from __future__ import annotations
@@ -71,6 +79,9 @@ from torch import nn
 from srdiv.features.bundle import BundleDims
 from srdiv.models.base import NEG_INF, Batch, DiversityModel, repeat_lists
 from srdiv.registry import MODELS
+
+VECTORS = ("query_vec", "doc_vec", "sub_vec", "sub2_vec")
+"""The batch's representation vectors ``[B, ..., E]`` (``normalize`` makes them unit vectors)."""
 
 CELLS = {"vanilla": nn.RNN, "gru": nn.GRU, "lstm": nn.LSTM}
 """The recurrent cell of Eq. (5), run as one fused pass over a sequence (``batch_first``)."""
@@ -107,7 +118,8 @@ class SubtopicAttentionRanker(DiversityModel):
     Params (Table 8 settings): ``cell`` vanilla | gru | lstm, ``hidden`` U,
     ``attention`` (A') and ``similarity`` (S') general | dot, ``max_pooling``
     (False: DSSA-RNN), ``rnn_input`` vec | vec+rel, ``dropout`` on h_{t-1};
-    ``accumulate``: the coverage extension of the module docstring (not in the paper).
+    ``accumulate``: the coverage extension of the module docstring (not in the paper);
+    ``normalize``: unit input vectors (the other extension of the module docstring, not in the paper).
     """
 
     sequential: ClassVar[bool] = True
@@ -116,7 +128,7 @@ class SubtopicAttentionRanker(DiversityModel):
     def __init__(
         self, dims: BundleDims, *, cell: str = "lstm", hidden: int = 50, attention: str = "general",
         similarity: str = "general", max_pooling: bool = True, rnn_input: str = "vec",
-        dropout: float = 0.5, accumulate: bool = False,
+        dropout: float = 0.5, accumulate: bool = False, normalize: bool = False,
     ):
         super().__init__()
         if cell not in CELLS:
@@ -128,6 +140,7 @@ class SubtopicAttentionRanker(DiversityModel):
         if rnn_input not in ("vec", "vec+rel"):
             raise ValueError(f"rnn_input must be 'vec' or 'vec+rel', got {rnn_input!r}")
         self.max_pooling = max_pooling
+        self.normalize = normalize
         self.rnn_input = rnn_input
         self.cell = CELLS[cell]((dims.emb + dims.feats) if rnn_input == "vec+rel" else dims.emb, hidden,
                                 batch_first=True)
@@ -147,6 +160,12 @@ class SubtopicAttentionRanker(DiversityModel):
         raise NotImplementedError
 
     # --- the network ------------------------------------------------------------
+    def inputs(self, batch: Batch) -> Batch:
+        """The batch the network reads: with ``normalize``, its :data:`VECTORS` L2-normalised (padding stays 0)."""
+        if not self.normalize:
+            return batch
+        return {**batch, **{k: F.normalize(batch[k], dim=-1) for k in VECTORS if k in batch}}
+
     def relevance(self, batch: Batch, subs: Subtopics) -> torch.Tensor:
         """r(d, i) = S'(e_d, e_i) + x_{d,i}^T w_r (Eq. 10-11) of every candidate: ``[B, T, D]``."""
         e_d = batch["doc_vec"] if self.W_s is None else batch["doc_vec"] @ self.W_s   # [B, D, E]
@@ -206,7 +225,7 @@ class SubtopicAttentionRanker(DiversityModel):
         ``rankings [B, N, L]`` (-1 padding at the end): one fused recurrent pass per ranking, and
         the attention of all its prefixes at once."""
         n_lists, n_rankings, depth = rankings.shape
-        batch = repeat_lists(batch, n_rankings)
+        batch = repeat_lists(self.inputs(batch), n_rankings)
         if depth == 0:
             return batch["doc_vec"].new_zeros(n_lists, n_rankings, 0, batch["doc_mask"].shape[1])
         flat = rankings.reshape(-1, depth)[:, :depth - 1]                     # the last document starts no prefix
@@ -228,6 +247,7 @@ class SubtopicAttentionRanker(DiversityModel):
     def rank(self, batch: Batch) -> torch.Tensor:
         """Greedy selection (Section 4.3.2) with incremental state: one RNN step and one
         max-pooling update per selected document. Same result as :func:`greedy_rank`."""
+        batch = self.inputs(batch)
         mask = batch["doc_mask"]
         n_queries, n_docs = mask.shape
         rows = torch.arange(n_queries, device=mask.device)
