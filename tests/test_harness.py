@@ -278,6 +278,10 @@ def test_job_resumes_after_a_killed_epoch_with_identical_metrics(tmp_path):
     _job(tmp_path / "cut", "LP", bundle, coll, fold=3, samples=samples,
          callbacks=[lambda epoch, record: trained_after_resume.append(epoch)])
     assert trained_after_resume == [3, 4]
+    timings = json.loads((cut_dir / "timings.json").read_text())
+    curve = pd.read_parquet(cut_dir / "curve.parquet")
+    assert timings["restored_epochs"] == 2 and timings["train_seconds"] >= curve["seconds"].sum()
+    assert json.loads((tmp_path / "full/LP/fold3/timings.json").read_text())["restored_epochs"] == 0
     full = pd.read_parquet(tmp_path / "full/LP/fold3/metrics.parquet")
     cut = pd.read_parquet(tmp_path / "cut/LP/fold3/metrics.parquet")
     assert full.equals(cut)

@@ -214,6 +214,9 @@ def test_resume_after_a_killed_epoch_is_bit_identical(tmp_path):
     resumed_model, resumed = _train(tmp_path, name="cut.pt",
                                     callbacks=[lambda epoch, record: trained_after_resume.append(epoch)])
     assert trained_after_resume == [4, 5, 6]
+    assert full.restored_epochs == 0 and full.restored_seconds == 0.0
+    assert resumed.restored_epochs == 3    # the time of the killed sitting's epochs still counts
+    assert resumed.restored_seconds == pytest.approx(resumed.curve["seconds"].iloc[:3].sum())
     assert resumed.curve["epoch"].tolist() == list(range(1, 7))
     assert resumed.curve[["loss", "valid"]].equals(full.curve[["loss", "valid"]])
     assert resumed.valid == full.valid and resumed.epoch == full.epoch

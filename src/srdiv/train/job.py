@@ -194,7 +194,8 @@ def run_job(spec: ModelSpec, bundle: Bundle, collection: Collection, fold: int, 
     """Tune and train ``spec`` on trial ``fold``; write the chosen model and its records under ``out``.
 
     Outputs: ``hparams.json`` (chosen point, its validation score, every grid
-    point's), ``timings.json`` (``train_seconds`` over the whole grid),
+    point's), ``timings.json`` (``train_seconds`` over the whole grid: this sitting's wall time plus
+    the recorded seconds of the epochs earlier sittings ran, ``restored_epochs`` of them),
     ``model.pt`` (:class:`Trained`), ``curve.parquet`` (``epoch, loss, valid,
     seconds`` of the chosen point; empty when nothing was trained). Returns
     the ``hparams.json`` content. :func:`rank_job` then ranks the test fold.
@@ -214,7 +215,7 @@ def run_job(spec: ModelSpec, bundle: Bundle, collection: Collection, fold: int, 
     start = time.perf_counter()
     inputs = inputs_digest(bundle, collection, samples, prior)
     grid = spec.grid()
-    tuned = []
+    tuned, restored_epochs, restored_seconds = [], 0, 0.0
     for i, point in enumerate(grid):
         point_spec = spec.at(point)
         torch.manual_seed(seed)
@@ -226,17 +227,19 @@ def run_job(spec: ModelSpec, bundle: Bundle, collection: Collection, fold: int, 
                               _fingerprint(point_spec, seed, fold, inputs), callbacks, progress,
                               desc=f"{spec.row} fold{fold} point {i + 1}/{len(grid)}")
             fit = trainer.fit(model, objective, data.train, validate)
+            restored_epochs += fit.restored_epochs
+            restored_seconds += fit.restored_seconds
             tuned.append(TunedPoint(point, point_spec, fit.valid, fit.epoch, model, fit.curve))
         else:
             tuned.append(TunedPoint(point, point_spec, validate(model), 0, model, curve_frame([])))
-    train_seconds = time.perf_counter() - start
+    train_seconds = time.perf_counter() - start + restored_seconds
     best = max(tuned, key=lambda t: t.valid)  # the first of equals
 
     hparams = {"row": spec.row, "fold": fold, "seed": seed, "chosen": best.point,
                "valid_measure": settings.valid_measure, "valid": best.valid,
                "grid": [t.summary() for t in tuned], "spec": best.spec.to_dict()}
-    timings = {"train_seconds": train_seconds, "tune_points": len(grid), "device": str(device),
-               "commit": git_commit()}
+    timings = {"train_seconds": train_seconds, "restored_epochs": restored_epochs, "tune_points": len(grid),
+               "device": str(device), "commit": git_commit()}
     write_text(json.dumps(hparams, indent=2, default=_jsonable) + "\n", out / "hparams.json")
     write_text(json.dumps(timings, indent=2) + "\n", out / "timings.json")
     write_parquet(best.curve, out / "curve.parquet")

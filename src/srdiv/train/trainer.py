@@ -64,11 +64,15 @@ def trainable(model: DiversityModel) -> bool:
 
 @dataclass
 class FitResult:
-    """Best validation score, its epoch and the learning curve (``CURVE_COLUMNS``)."""
+    """Best validation score, its epoch and the learning curve (``CURVE_COLUMNS``); ``restored_epochs``
+    and ``restored_seconds``: the epochs an earlier sitting ran (restored from the checkpoint) and their
+    recorded seconds."""
 
     valid: float
     epoch: int
     curve: pd.DataFrame
+    restored_epochs: int = 0
+    restored_seconds: float = 0.0
 
 
 class Trainer:
@@ -106,6 +110,7 @@ class Trainer:
             if torch.cuda.is_available() and saved["cuda_rng"]:
                 torch.cuda.set_rng_state_all(saved["cuda_rng"])
             state = saved["state"]
+        restored = list(state["curve"])
         epochs = self.settings.epochs
         bar = tqdm(total=epochs, initial=state["epoch"], desc=self.desc, leave=False,
                    disable=None if self.progress is None else not self.progress)
@@ -134,7 +139,8 @@ class Trainer:
                 callback(epoch, record)
         bar.close()
         model.load_state_dict(state["best_state"])
-        return FitResult(state["best_valid"], state["best_epoch"], curve_frame(state["curve"]))
+        return FitResult(state["best_valid"], state["best_epoch"], curve_frame(state["curve"]), len(restored),
+                         sum(r["seconds"] for r in restored))
 
     def _epoch(self, model: DiversityModel, objective: Objective, optimizer: torch.optim.Optimizer, data, prepared,
                n_queries: int, rng: np.random.Generator, epoch: int) -> float:
