@@ -156,8 +156,10 @@ def performance_table(models_dir: Path | None, benchmarks_dir: Path | None, spec
     Reads ``<models_dir>/<key>/fold<k>/timings.json`` (``srdiv train``),
     ``rank.json`` (``srdiv rank``), ``hparams.json`` (the chosen point's best and last epochs)
     and ``<benchmarks_dir>/train/<key>-fold<k>.tsv`` (Snakemake ``benchmark:`` files: wall
-    seconds ``s``, peak memory ``max_rss`` in MB). "best at last epoch" counts the folds whose
-    chosen point was best at the last epoch its row allows: training that may not have converged.
+    seconds ``s``, peak memory ``max_rss`` in MB). A job stopped and resumed has train seconds over
+    all its sittings (``timings.json``) but job wall seconds of its last sitting only (the benchmark
+    file). "best at last epoch" counts the folds whose chosen point was best at the last epoch its
+    row allows: training that may not have converged.
     """
     rows = []
     for spec in specs:
