@@ -110,7 +110,7 @@ class Trainer:
             if torch.cuda.is_available() and saved["cuda_rng"]:
                 torch.cuda.set_rng_state_all(saved["cuda_rng"])
             state = saved["state"]
-        restored = list(state["curve"])
+        n_restored = len(state["curve"])   # epochs an earlier sitting ran
         epochs = self.settings.epochs
         bar = tqdm(total=epochs, initial=state["epoch"], desc=self.desc, leave=False,
                    disable=None if self.progress is None else not self.progress)
@@ -139,8 +139,8 @@ class Trainer:
                 callback(epoch, record)
         bar.close()
         model.load_state_dict(state["best_state"])
-        return FitResult(state["best_valid"], state["best_epoch"], curve_frame(state["curve"]), len(restored),
-                         sum(r["seconds"] for r in restored))
+        return FitResult(state["best_valid"], state["best_epoch"], curve_frame(state["curve"]), n_restored,
+                         sum(r["seconds"] for r in state["curve"][:n_restored]))
 
     def _epoch(self, model: DiversityModel, objective: Objective, optimizer: torch.optim.Optimizer, data, prepared,
                n_queries: int, rng: np.random.Generator, epoch: int) -> float:
