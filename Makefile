@@ -14,11 +14,12 @@ export PATH := $(abspath $(BIN)):$(PATH)
 
 .PHONY: install run run-debian run-ablations run-ablations-dssa run-ablations-daletor run-sweeps run-desa-ablations run-all smoke unlock test test-slow dvc-yaml trec dvc-repro dvc-smoke
 
-$(STAMP): pyproject.toml
+# constraints.txt pins every package to the versions the committed DESA Table 3 jobs ran under.
+$(STAMP): pyproject.toml constraints.txt
 	@command -v $(PYTHON) >/dev/null || { echo "need $(PYTHON)"; exit 1; }
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e ".[pipeline,test,pyterrier]"
+	$(BIN)/python -m pip install --quiet -c constraints.txt -e ".[pipeline,test,pyterrier]"
 	touch $(STAMP)
 
 install: $(STAMP)
