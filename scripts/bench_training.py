@@ -9,6 +9,7 @@ and the matrix-product work of that step per context.
     python scripts/bench_training.py --baseline ../srdiv-before/src [--rows DSSA DESA ...] [--fold 1]
         [--baseline-params ../srdiv-before/params.yaml]    # where the params format changed since
     python scripts/bench_training.py --rows DSSA DESA --threads 1 2     # torch threads compared instead
+    python scripts/bench_training.py --devices cpu cuda --synthetic    # devices compared, on random data
 
 Every implementation runs in a subprocess of its own (``PYTHONPATH`` = its ``src``) on the
 same bundle, one torch thread, one after the other in the same run. Samples are made by
@@ -18,6 +19,12 @@ run on the ``prefixes`` draw. List-pairwise rows are timed on ``--batches`` mini
 (after two warm-up batches; the epoch time is contexts per epoch / contexts per second);
 other rows on ``--epochs`` whole epochs. Timings are medians over the timed batches or
 epochs. The numbers hold for the machine and the fold they were measured on.
+
+``--synthetic`` trains on a random bundle with the shapes of the wordnet-div bundle
+(``SYNTHETIC``) and five folds by query index instead of ``work/<dataset>/bundle``: for a
+machine that has srdiv's code but not the pipeline's files. Its samples differ from the real
+ones (random labels are denser), so its timings are the models' cost at those shapes, not a
+measurement of the real fold.
 """
 
 from __future__ import annotations
@@ -33,15 +40,19 @@ from pathlib import Path
 
 ROWS = ["DSSA", "HDSSA", "DESA", "DALETOR", "DALETOR-GSF-LC", "PAMM-NTN", "MDP-DIV"]
 FLOP_ROWS = ["DSSA", "DESA"]
+SYNTHETIC = {"queries": 751, "docs": 50, "subs": 10, "subs2": 100, "subtopics": 8, "emb": 100, "feats": 18,
+             "div_feats": 5}
+"""``random_bundle`` arguments: the axes of ``work/wordnet-div/bundle/doc2vec.npz``."""
 
 
 def worker(args: argparse.Namespace) -> dict:
     """Runs inside the subprocess, with the implementation under test on ``sys.path``."""
     import numpy as np
+    import pandas as pd
     import torch
 
     from srdiv.collection.schema import load_collection
-    from srdiv.features.bundle import Bundle
+    from srdiv.features.bundle import Bundle, random_bundle
     from srdiv.params import load_params
     from srdiv.registry import OBJECTIVES
     from srdiv.sampling.samples import SampleSettings, make_samples
@@ -72,9 +83,13 @@ def worker(args: argparse.Namespace) -> dict:
     spec = model_spec(params, args.row)
     spec = spec.at({k: v[0] for k, v in spec.tune.items()}) if spec.tune else spec   # the first grid point
     representation = params["models"][args.row].get("representation", dataset.get("representation", "doc2vec"))
-    collection = load_collection(dataset["collection"])
-    bundle = Bundle.load(f"work/{params['dataset']}/bundle/{representation}.npz")
-    split = fold_split(collection.folds, args.fold)
+    if args.synthetic:
+        bundle = random_bundle(**SYNTHETIC, seed=params.get("seed", 0))
+        folds = pd.DataFrame({"qid": bundle.qids, "fold": np.arange(len(bundle)) % 5 + 1})
+    else:
+        folds = load_collection(dataset["collection"]).folds
+        bundle = Bundle.load(f"work/{params['dataset']}/bundle/{representation}.npz")
+    split = fold_split(folds, args.fold)
     data = FoldData.make(bundle, split, spec.train)
     known = {f.name for f in dataclasses.fields(SampleSettings)}   # an older implementation has fewer settings
     sample_params = {k: v for k, v in (params.get("samples") or {}).items() if k in known}
@@ -84,15 +99,16 @@ def worker(args: argparse.Namespace) -> dict:
     train = fold_queries(bundle, split.train, spec.train.train_docs)
     samples = make_samples(train, SampleSettings(**sample_params), [seed, args.fold])
 
+    device = torch.device(args.device)
     torch.manual_seed(seed)
-    model = build_model(spec, data.valid.dims, None)
+    model = build_model(spec, data.valid.dims, None).to(device)
     objective_name = getattr(spec.objective, "name", spec.objective)   # older rows: a name and objective_params
     objective_args = getattr(spec.objective, "args", getattr(spec, "objective_params", {}))
     objective = lookup(OBJECTIVES, objective_name)(**objective_args)
     objective.samples = samples
     prepared = objective.prepare(data.train, np.random.default_rng([seed, 1]))
     optimizer = make_optimizer([p for p in model.parameters() if p.requires_grad], spec.optim)
-    tensors = data.train.to_torch(torch.device("cpu"))
+    tensors = data.train.to_torch(device)
     model.train()
 
     def size(minibatch) -> int:
@@ -111,7 +127,7 @@ def worker(args: argparse.Namespace) -> dict:
     if args.denormals:
         return _denormal_effect(args, objective, prepared, data.train, spec.train.batch_size, rng, step, size)
     result = {"row": args.row, "draw": args.draw, "unit": "contexts" if list_pairwise else "queries",
-              "threads": torch.get_num_threads(),
+              "threads": torch.get_num_threads(), "device": args.device,
               "srdiv": str(Path(sys.modules["srdiv"].__file__).parent)}
     if list_pairwise:
         batches = objective.batches(prepared, len(data.train), spec.train.batch_size, rng)
@@ -236,6 +252,11 @@ def main() -> None:
     parser.add_argument("--threads", nargs="*", type=int, default=[], help="torch thread counts to compare "
                         "(current implementation, prefixes draw, the rows of --rows), e.g. 1 2")
     parser.add_argument("--torch-threads", type=int, default=1, help=argparse.SUPPRESS)
+    parser.add_argument("--devices", nargs="*", default=[], help="torch devices to compare (current implementation, "
+                        "prefixes draw, the rows of --rows, one thread), e.g. cpu cuda")
+    parser.add_argument("--device", default="cpu", help=argparse.SUPPRESS)
+    parser.add_argument("--synthetic", action="store_true", help="train on a random bundle with the shapes of "
+                        "wordnet-div's (no pipeline files needed); see the module docstring")
     args = parser.parse_args()
     if args.worker:
         args.denormals = args.denormal_run
@@ -248,9 +269,10 @@ def main() -> None:
     specs = model_specs(load_params([Path(p) for p in args.params]))
     runs = [("before", args.baseline, "default", args.baseline_params or args.params)] if args.baseline else []
     runs += [("now", here, "per_length", args.params), ("now", here, "prefixes", args.params)]
-    if args.threads:
-        print(thread_table([_run_worker(args, here, row, "prefixes", [], threads=n)
-                            for row in args.rows for n in args.threads], args.threads))
+    if args.threads or args.devices:
+        key, values = ("threads", args.threads) if args.threads else ("device", args.devices)
+        print(compare_table([_run_worker(args, here, row, "prefixes", [], **{key: value})
+                             for row in args.rows for value in values], key, values[0]))
         return
     lines = []
     for row in args.rows:
@@ -268,12 +290,12 @@ def main() -> None:
 
 
 def _run_worker(args: argparse.Namespace, src: str, row: str, draw: str, extra: list[str], threads: int = 1,
-                params: list[str] | None = None) -> dict:
-    """One worker subprocess with ``src`` first on the path, ``threads`` torch threads and ``params`` (default
-    ``--params``); its JSON result (echoed to stderr)."""
+                params: list[str] | None = None, device: str = "cpu") -> dict:
+    """One worker subprocess with ``src`` first on the path, ``threads`` torch threads, ``params`` (default
+    ``--params``) and the model on ``device``; its JSON result (echoed to stderr)."""
     cmd = [sys.executable, __file__, "--worker", "--row", row, "--draw", draw, "--fold", str(args.fold),
            "--batches", str(args.batches), "--epochs", str(args.epochs), "--params", *(params or args.params),
-           "--torch-threads", str(threads), *extra]
+           "--torch-threads", str(threads), "--device", device, *extra, *(["--synthetic"] if args.synthetic else [])]
     env = {**os.environ, "PYTHONPATH": src, "OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads)}
     out = subprocess.run(cmd, env=env, capture_output=True, text=True)
     if out.returncode:
@@ -283,13 +305,16 @@ def _run_worker(args: argparse.Namespace, src: str, row: str, draw: str, extra: 
     return result
 
 
-def thread_table(results: list[dict], threads: list[int]) -> str:
-    """A Markdown table of the same rows at several torch thread counts, with the ratio to the first count."""
-    out = ["| row | torch threads | s / epoch | per second | speed against " + f"{threads[0]} |", "|---|---|---|---|---|"]
-    base = {r["row"]: r for r in results if r["threads"] == threads[0]}
+def compare_table(results: list[dict], key: str, first) -> str:
+    """A Markdown table of the same rows at several values of ``key`` (torch ``threads``, ``device``), with the
+    speed against the value ``first`` and the first mini-batch's loss."""
+    label = {"threads": "torch threads", "device": "device"}[key]
+    out = [f"| row | {label} | s / epoch | per second | speed against {first} | first-batch loss |",
+           "|---|---|---|---|---|---|"]
+    base = {r["row"]: r for r in results if r[key] == first}
     for r in results:
-        out.append(f"| {r['row']} | {r['threads']} | {r['epoch_seconds']:.2f} | {r['per_second']:.0f} {r['unit']} | "
-                   f"{base[r['row']]['epoch_seconds'] / r['epoch_seconds']:.2f}x |")
+        out.append(f"| {r['row']} | {r[key]} | {r['epoch_seconds']:.2f} | {r['per_second']:.0f} {r['unit']} | "
+                   f"{base[r['row']]['epoch_seconds'] / r['epoch_seconds']:.2f}x | {r['first_loss']:.6f} |")
     return "\n".join(out)
 
 

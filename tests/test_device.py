@@ -1,4 +1,4 @@
-"""Device discipline without a GPU: every model row trains and ranks while a tensor made without ``device=`` fails.
+"""Device discipline: every model row trains and ranks while a tensor made without ``device=`` fails.
 
 On a GPU, a tensor that srdiv code creates without an explicit device lands on
 the CPU and meets the model's CUDA tensors: a crash, or a host-to-device copy
@@ -26,6 +26,10 @@ torch's optimisers keep their step counters on the CPU by design (calls under
 Covered: every row of ``params.yaml`` at the first point of its tuning grid
 (rows that differ only in the bundle they read, e.g. the ``-LDA`` ones, once);
 every model and objective srdiv registers must appear in a row.
+
+Where torch sees a CUDA device, the same cases also run there for real, and each
+model must rank the bundle alike on the CPU and on the GPU; without one (CI) those
+cases are skipped.
 """
 
 from __future__ import annotations
@@ -131,6 +135,8 @@ def _cases() -> list[dict]:
 
 
 CASES = _cases()
+CUDA = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+DEVICES = [pytest.param("cpu"), pytest.param("cuda", marks=CUDA)]
 
 
 @pytest.fixture(scope="module")
@@ -151,12 +157,14 @@ def _build(case: dict, bundle):
     return build_model(spec, bundle.dims, prior)
 
 
+@pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("case", [pytest.param(c, id=c["row"]) for c in CASES])
-def test_training_and_ranking_make_every_tensor_on_the_input_device(case, data):
+def test_training_and_ranking_make_every_tensor_on_the_input_device(case, device, data):
     bundle, samples = data
-    device = torch.device("cpu")
+    device = torch.device(device)
     model = _build(case, bundle).to(device)
     assert _stray_tensors(model) == []
+    assert {t.device.type for t in [*model.parameters(), *model.buffers()]} <= {device.type}
     trains = case["objective"] is not None and trainable(model)
     if trains:
         objective = OBJECTIVES.get(case["objective"].name)(**case["objective"].args)
@@ -172,6 +180,15 @@ def test_training_and_ranking_make_every_tensor_on_the_input_device(case, data):
         assert len(fit.curve) == 1 and np.isfinite(fit.curve["loss"]).all()
         assert any(not torch.equal(before[k], v) for k, v in model.state_dict().items())  # a step was taken
     assert ((orders >= 0) == bundle.doc_mask).all()
+
+
+@CUDA
+@pytest.mark.parametrize("case", [pytest.param(c, id=c["row"]) for c in CASES])
+def test_a_model_ranks_alike_on_the_cpu_and_the_gpu(case, data):
+    bundle, _ = data
+    on_cpu = rank_bundle(_build(case, bundle), bundle, torch.device("cpu"))
+    on_gpu = rank_bundle(_build(case, bundle).to("cuda"), bundle, torch.device("cuda"))
+    np.testing.assert_array_equal(on_gpu, on_cpu)
 
 
 def test_every_registered_model_and_objective_has_a_case():

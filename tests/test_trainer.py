@@ -1,4 +1,5 @@
-"""Objectives list_pairwise and mle on hand cases; the Trainer: optimisers, early stopping, bit-identical resume."""
+"""Objectives list_pairwise and mle on hand cases; the Trainer: optimisers, early stopping, bit-identical resume
+(also on a CUDA device, where torch sees one)."""
 
 import math
 
@@ -181,18 +182,18 @@ class DropoutScorer(DiversityModel):
 def _validate(model):
     """A deterministic stand-in for validation: higher when feature 0 gets a larger score."""
     with torch.no_grad():
-        x = torch.zeros(1, 2, model.net[0].in_features)
+        x = torch.zeros(1, 2, model.net[0].in_features, device=model.net[0].weight.device)
         x[0, 0, 0] = 1.0
         scores = model.list_scores({"rel_feat": x})
     return float(scores[0, 0] - scores[0, 1])
 
 
-def _train(tmp_path, epochs=6, callbacks=(), patience=100, name="ckpt.pt", fingerprint="a"):
+def _train(tmp_path, epochs=6, callbacks=(), patience=100, name="ckpt.pt", fingerprint="a", device="cpu"):
     bundle = random_bundle(queries=6, docs=5, seed=2)
     torch.manual_seed(0)
-    model = DropoutScorer(bundle.dims.feats)
+    model = DropoutScorer(bundle.dims.feats).to(device)
     settings = TrainSettings(epochs=epochs, patience=patience, batch_size=2)
-    trainer = Trainer(settings, Component("adam", {"lr": 0.05}), torch.device("cpu"), seed=1,
+    trainer = Trainer(settings, Component("adam", {"lr": 0.05}), torch.device(device), seed=1,
                       checkpoint=tmp_path / name, fingerprint=fingerprint, callbacks=callbacks, progress=False)
     return model, trainer.fit(model, PlackettLuceMLE(), bundle, _validate)
 
@@ -201,17 +202,19 @@ class Kill(Exception):
     pass
 
 
-def test_resume_after_a_killed_epoch_is_bit_identical(tmp_path):
-    full_model, full = _train(tmp_path, name="full.pt")
+@pytest.mark.parametrize("device", ["cpu", pytest.param("cuda", marks=pytest.mark.skipif(
+    not torch.cuda.is_available(), reason="needs a CUDA device"))])
+def test_resume_after_a_killed_epoch_is_bit_identical(tmp_path, device):
+    full_model, full = _train(tmp_path, name="full.pt", device=device)
 
     def kill(epoch, record):
         if epoch == 3:
             raise Kill
 
     with pytest.raises(Kill):
-        _train(tmp_path, callbacks=[kill], name="cut.pt")
+        _train(tmp_path, callbacks=[kill], name="cut.pt", device=device)
     trained_after_resume = []
-    resumed_model, resumed = _train(tmp_path, name="cut.pt",
+    resumed_model, resumed = _train(tmp_path, name="cut.pt", device=device,
                                     callbacks=[lambda epoch, record: trained_after_resume.append(epoch)])
     assert trained_after_resume == [4, 5, 6]
     assert full.restored_epochs == 0 and full.restored_seconds == 0.0

@@ -1,8 +1,9 @@
 """Reference orders that show what a collection gives without learning: a random order and the cosine.
 
 * ``random``: a seeded random order of each query's candidates. Scores are drawn from a
-  generator seeded once per model, in the order ``list_scores`` is called, so ranking the
-  same queries in the same batches gives the same order.
+  CPU generator seeded once per model, in the order ``list_scores`` is called, so ranking the
+  same queries in the same batches gives the same order, on the CPU and on a GPU alike
+  (a CUDA generator would draw other numbers from the same seed).
 * ``cosine``: the candidates by the cosine of their vector with the query vector,
   ``cos(e_q, e_d)``, in the row's representation (the pseudo-document query vector the
   vector-only models, DALETOR and MDP-DIV, read).
@@ -28,14 +29,11 @@ class RandomOrder(DiversityModel):
 
     def __init__(self, dims: "BundleDims", seed: int = 0):
         super().__init__()
-        self.seed = seed
-        self._generators: dict[torch.device, torch.Generator] = {}
+        self._generator = torch.Generator(device="cpu").manual_seed(seed)
 
     def list_scores(self, batch: Batch) -> torch.Tensor:
         mask = batch["doc_mask"]
-        if mask.device not in self._generators:
-            self._generators[mask.device] = torch.Generator(device=mask.device).manual_seed(self.seed)
-        return torch.rand(mask.shape, generator=self._generators[mask.device], device=mask.device)
+        return torch.rand(mask.shape, generator=self._generator, device="cpu").to(mask.device)
 
 
 @MODELS.register("cosine")

@@ -177,7 +177,9 @@ class Trainer:
             return None
         if not isinstance(saved, dict) or saved.get("fingerprint") != self.fingerprint:
             return None
+        # map_location moved the RNG states to the device; torch sets them from CPU byte tensors only
         saved["torch_rng"] = saved["torch_rng"].cpu()
+        saved["cuda_rng"] = [state.cpu() for state in saved["cuda_rng"]]
         return saved
 
 
