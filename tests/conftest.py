@@ -1,5 +1,5 @@
-"""Shared test setup: the repository's paths (import them: ``from conftest import ROOT``) and the fixtures
-that more than one module reads, built once per session.
+"""Shared test setup: the repository's paths (import them: ``from conftest import ROOT``), the
+``needs_cuda`` marker and the fixtures that more than one module reads, built once per session.
 
 The session fixtures hand every module the same objects: a test may read them, never change them in place
 (copy first).
@@ -10,6 +10,7 @@ import warnings
 from pathlib import Path
 
 import pytest
+import torch
 
 ROOT = Path(__file__).resolve().parents[1]
 """The repository: params.yaml, config/, data/, the Snakefile."""
@@ -25,6 +26,9 @@ TREC_WEB = ROOT / "data" / "external" / "trec-web-2009-2012"
 
 DSSA_SAMPLE = FIXTURES / "dssa-sample"
 """The DSSA feature release's 13-topic sample and its collection."""
+
+needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+"""Marks a test (or a ``pytest.param``) that runs only where torch sees a CUDA device; CI has none."""
 
 
 @pytest.fixture(scope="session")

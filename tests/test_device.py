@@ -52,7 +52,7 @@ from srdiv.registry import MODELS, OBJECTIVES
 from srdiv.sampling.samples import SampleSettings, make_samples
 from srdiv.train.job import build_model
 from srdiv.train.trainer import Trainer, trainable
-from conftest import ROOT
+from conftest import ROOT, needs_cuda
 
 PARAMS = load_params(ROOT / "params.yaml")
 SRC = str(Path(srdiv.__file__).resolve().parent)
@@ -135,8 +135,7 @@ def _cases() -> list[dict]:
 
 
 CASES = _cases()
-CUDA = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
-DEVICES = [pytest.param("cpu"), pytest.param("cuda", marks=CUDA)]
+DEVICES = [pytest.param("cpu"), pytest.param("cuda", marks=needs_cuda)]
 
 
 @pytest.fixture(scope="module")
@@ -182,7 +181,7 @@ def test_training_and_ranking_make_every_tensor_on_the_input_device(case, device
     assert ((orders >= 0) == bundle.doc_mask).all()
 
 
-@CUDA
+@needs_cuda
 @pytest.mark.parametrize("case", [pytest.param(c, id=c["row"]) for c in CASES])
 def test_a_model_ranks_alike_on_the_cpu_and_the_gpu(case, data):
     bundle, _ = data
