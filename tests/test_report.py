@@ -129,7 +129,7 @@ def test_build_report_writes_every_format(tmp_path):
         assert (tmp_path / "out/plots" / plot).read_bytes() == (tmp_path / "again/plots" / plot).read_bytes()
 
 
-def test_performance_table_counts_trainings_best_at_their_last_epoch(tmp_path):
+def test_performance_table_counts_trainings_best_at_their_last_epoch_and_their_devices(tmp_path):
     from srdiv.report.builder import RunSpec, convergence_note, performance_table
 
     def job(row, fold, best_epoch, epochs, allowed):
@@ -139,8 +139,9 @@ def test_performance_table_counts_trainings_best_at_their_last_epoch(tmp_path):
                 {"point": {"lam": 0.8}, "valid": 0.4, "best_epoch": allowed, "epochs": allowed}]
         (out / "hparams.json").write_text(json.dumps({"chosen": {"lam": 0.5}, "grid": grid,
                                                       "spec": {"train": {"epochs": allowed}}}))
-        (out / "timings.json").write_text(json.dumps({"train_seconds": 10.0 * fold}))
-        (out / "rank.json").write_text(json.dumps({"rank_ms_per_query": 1.0}))
+        timings = {"train_seconds": 10.0 * fold, **({"device": "cuda"} if row == "B" else {})}
+        (out / "timings.json").write_text(json.dumps(timings))
+        (out / "rank.json").write_text(json.dumps({"rank_ms_per_query": 1.0, "device": "cpu"}))
 
     job("A", 1, 10, 10, 10)   # best at the last epoch allowed
     job("A", 2, 4, 7, 10)     # stopped early
@@ -149,6 +150,8 @@ def test_performance_table_counts_trainings_best_at_their_last_epoch(tmp_path):
     specs = [RunSpec(k, k, "", "explicit") for k in "ABC"]
     perf = performance_table(tmp_path / "models", None, specs)
     assert perf.set_index("Method")["best at last epoch"].fillna("-").to_dict() == {"A": "1/2", "B": "1/1", "C": "-"}
+    assert perf.set_index("Method")["trained on"].to_dict() == {     # the training device, not the ranking one
+        "A": "not recorded (2)", "B": "cuda (1)", "C": "not recorded (1)"}
     assert "2 of 3 (67%)" in convergence_note(perf)
     assert convergence_note(perf.drop(columns="best at last epoch")) == ""
 

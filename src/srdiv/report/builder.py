@@ -156,8 +156,9 @@ def performance_table(models_dir: Path | None, benchmarks_dir: Path | None, spec
     Reads ``<models_dir>/<key>/fold<k>/timings.json`` (``srdiv train``),
     ``rank.json`` (``srdiv rank``), ``hparams.json`` (the chosen point's best and last epochs)
     and ``<benchmarks_dir>/train/<key>-fold<k>.tsv`` (Snakemake ``benchmark:`` files: wall
-    seconds ``s``, peak memory ``max_rss`` in MB). A job stopped and resumed has train seconds over
-    all its sittings (``timings.json``) but job wall seconds of its last sitting only (the benchmark
+    seconds ``s``, peak memory ``max_rss`` in MB). "trained on" counts the folds per training device
+    (``timings.json``): train seconds on a GPU and on a CPU are not comparable. A job stopped and
+    resumed has train seconds over all its sittings (``timings.json``) but job wall seconds of its last sitting only (the benchmark
     file). "best at last epoch" counts the folds whose chosen point was best at the last epoch its
     row allows: training that may not have converged.
     """
@@ -165,12 +166,15 @@ def performance_table(models_dir: Path | None, benchmarks_dir: Path | None, spec
     for spec in specs:
         record: dict = {"Method": spec.label}
         if models_dir is not None:
-            timings = [{**read_json(p, "timings.json"), **read_json(p.parent / "rank.json", "rank.json")}
+            timings = [{**read_json(p.parent / "rank.json", "rank.json"), "device": "not recorded",
+                        **read_json(p, "timings.json")}                        # the training device, not ranking's
                        for p in sorted((models_dir / spec.key).glob("fold*/timings.json"))
                        if (p.parent / "rank.json").exists()]
             if timings:
                 frame = pd.DataFrame(timings)
+                devices = sorted(frame["device"].value_counts().items())
                 record.update({"folds": len(frame),
+                               "trained on": ", ".join(f"{device} ({n})" for device, n in devices),
                                "train s (median)": frame["train_seconds"].median(),
                                "rank ms/query (median)": frame["rank_ms_per_query"].median()})
             ends = [_best_at_last_epoch(read_json(p, "hparams.json"), p)
