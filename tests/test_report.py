@@ -130,7 +130,8 @@ def test_build_report_writes_every_format(tmp_path):
 
 
 def test_performance_table_counts_trainings_best_at_their_last_epoch_and_their_devices(tmp_path):
-    from srdiv.report.builder import RunSpec, convergence_note, performance_table
+    from srdiv.report.builder import RunSpec, convergence_note, performance_table, unbenchmarked_note
+    from srdiv.report.tables import frame_markdown
 
     def job(row, fold, best_epoch, epochs, allowed):
         out = tmp_path / "models" / row / f"fold{fold}"
@@ -153,6 +154,15 @@ def test_performance_table_counts_trainings_best_at_their_last_epoch_and_their_d
     assert perf.set_index("Method")["trained on"].to_dict() == {     # the training device, not the ranking one
         "A": "not recorded (2)", "B": "cuda (1)", "C": "not recorded (1)"}
     assert "2 of 3 (67%)" in convergence_note(perf)
+    assert unbenchmarked_note(perf) == ""                                   # no benchmark records asked for
+    bench = tmp_path / "bench" / "train"
+    bench.mkdir(parents=True)
+    for row in "AC":                                                        # B trained outside the rules
+        (bench / f"{row}-fold1.tsv").write_text("s\th:m:s\tmax_rss\n12.5\t0:00:12\t100.0\n")
+    perf = performance_table(tmp_path / "models", tmp_path / "bench", specs)
+    assert perf.set_index("Method")["job wall s (median)"].isna().to_dict() == {"A": False, "B": True, "C": False}
+    assert "no Snakemake benchmark record" in unbenchmarked_note(perf)
+    assert "| B " in frame_markdown(perf) and "nan" not in frame_markdown(perf)   # missing values: empty cells
     assert convergence_note(perf.drop(columns="best at last epoch")) == ""
 
 

@@ -244,6 +244,16 @@ def convergence_note(perf: pd.DataFrame) -> str:
             f"({last / total:.0%}); the others stopped early or peaked before their last epoch.")
 
 
+def unbenchmarked_note(perf: pd.DataFrame) -> str:
+    """One line where a row with timings has no Snakemake benchmark record (empty job wall s)."""
+    if "job wall s (median)" not in perf or "folds" not in perf:
+        return ""
+    if not perf.loc[perf["folds"].notna(), "job wall s (median)"].isna().any():
+        return ""
+    return ("An empty job wall s and peak RSS: the row's trainings have no Snakemake benchmark record "
+            "(trained outside this workflow's rules).")
+
+
 TUNING_NOTE = ("Each fold chose its point on its own validation queries (alpha-nDCG@20); \"chosen\" lists "
                "the folds' values in the order of \"folds\". \"At an end of the grid\" counts the folds that "
                "chose its smallest or largest value (grids of three or more numbers): for a weight bounded "
@@ -334,6 +344,8 @@ def _write_report(metrics_path: Path, params: dict, params_paths: list[Path], re
     perf_md = frame_markdown(perf, floatfmt=".1f") if not perf.empty else "No timings recorded."
     if note:
         perf_md += "\n\n" + note
+    if unbenchmarked_note(perf):
+        perf_md += "\n\n" + unbenchmarked_note(perf)
     write_text(perf_md + "\n", table_dir / "performance.md")
     tuning = tuning_table(models_dir, specs)
     tuning_md = (frame_markdown(tuning) + "\n\n" + TUNING_NOTE) if not tuning.empty else \

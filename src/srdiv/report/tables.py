@@ -38,9 +38,10 @@ def md_cell(text: str) -> str:
 
 
 def frame_markdown(frame: pd.DataFrame, **kwargs) -> str:
-    """``frame.to_markdown(index=False, **kwargs)`` with every text cell and header through :func:`md_cell`."""
+    """``frame.to_markdown(index=False, **kwargs)`` with every text cell and header through :func:`md_cell`
+    and missing values (NaN, None) as empty cells."""
     text = frame.map(lambda v: md_cell(v) if isinstance(v, str) else v).rename(columns=md_cell)
-    return text.to_markdown(index=False, **kwargs)
+    return text.astype(object).where(text.notna(), None).to_markdown(index=False, missingval="", **kwargs)
 
 
 @dataclass
