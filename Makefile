@@ -14,7 +14,7 @@ export PATH := $(abspath $(BIN)):$(PATH)
 
 .PHONY: install run run-debian run-ablations run-ablations-dssa run-ablations-daletor run-sweeps run-desa-ablations run-all smoke unlock test test-slow dvc-yaml trec dvc-repro dvc-smoke
 
-# constraints.txt pins every package to the versions the carried DESA Table 3 jobs ran under.
+# constraints.txt pins every package to the versions DESA Table 3's CPU jobs ran under (pipelines/desa-ablations).
 $(STAMP): pyproject.toml constraints.txt
 	@command -v $(PYTHON) >/dev/null || { echo "need $(PYTHON)"; exit 1; }
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
