@@ -158,9 +158,9 @@ def performance_table(models_dir: Path | None, benchmarks_dir: Path | None, spec
     and ``<benchmarks_dir>/train/<key>-fold<k>.tsv`` (Snakemake ``benchmark:`` files: wall
     seconds ``s``, peak memory ``max_rss`` in MB). "trained on" counts the folds per training device
     (``timings.json``): train seconds on a GPU and on a CPU are not comparable. A job stopped and
-    resumed has train seconds over all its sittings (``timings.json``) but job wall seconds of its last sitting only (the benchmark
-    file). "best at last epoch" counts the folds whose chosen point was best at the last epoch its
-    row allows: training that may not have converged.
+    resumed has train seconds over all its sittings (``timings.json``) but job wall seconds of its
+    last sitting only (the benchmark file). "best at last epoch" counts the folds whose chosen point
+    was best at the last epoch its row allows: training that may not have converged.
     """
     rows = []
     for spec in specs:
@@ -338,14 +338,11 @@ def _write_report(metrics_path: Path, params: dict, params_paths: list[Path], re
             written += plots.learning_curves(pd.concat(curves), plot_dir / "learning-curves")
 
     perf = performance_table(models_dir, benchmarks_dir, specs)
-    note = convergence_note(perf)
+    notes = [note for note in (convergence_note(perf), unbenchmarked_note(perf)) if note]
     if "best at last epoch" in perf:
         perf["best at last epoch"] = perf["best at last epoch"].fillna("")   # rows with nothing to train
     perf_md = frame_markdown(perf, floatfmt=".1f") if not perf.empty else "No timings recorded."
-    if note:
-        perf_md += "\n\n" + note
-    if unbenchmarked_note(perf):
-        perf_md += "\n\n" + unbenchmarked_note(perf)
+    perf_md = "\n\n".join([perf_md, *notes])
     write_text(perf_md + "\n", table_dir / "performance.md")
     tuning = tuning_table(models_dir, specs)
     tuning_md = (frame_markdown(tuning) + "\n\n" + TUNING_NOTE) if not tuning.empty else \
