@@ -1,5 +1,6 @@
 """Shared test setup: the repository's paths (import them: ``from conftest import ROOT``), the
-``needs_cuda`` marker and the fixtures that more than one module reads, built once per session.
+``needs_cuda`` marker, the ``DEVICES`` parameters and the fixtures that more than one module reads,
+built once per session.
 
 The session fixtures hand every module the same objects: a test may read them, never change them in place
 (copy first).
@@ -29,6 +30,9 @@ DSSA_SAMPLE = FIXTURES / "dssa-sample"
 
 needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
 """Marks a test (or a ``pytest.param``) that runs only where torch sees a CUDA device; CI has none."""
+
+DEVICES = [pytest.param("cpu"), pytest.param("cuda", marks=needs_cuda)]
+"""``@pytest.mark.parametrize("device", DEVICES)``: a test on the CPU, and on a CUDA device where there is one."""
 
 
 @pytest.fixture(scope="session")

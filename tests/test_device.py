@@ -52,7 +52,7 @@ from srdiv.registry import MODELS, OBJECTIVES
 from srdiv.sampling.samples import SampleSettings, make_samples
 from srdiv.train.job import build_model
 from srdiv.train.trainer import Trainer, trainable
-from conftest import ROOT, needs_cuda
+from conftest import DEVICES, ROOT, needs_cuda
 
 PARAMS = load_params(ROOT / "params.yaml")
 SRC = str(Path(srdiv.__file__).resolve().parent)
@@ -135,7 +135,6 @@ def _cases() -> list[dict]:
 
 
 CASES = _cases()
-DEVICES = [pytest.param("cpu"), pytest.param("cuda", marks=needs_cuda)]
 
 
 @pytest.fixture(scope="module")

@@ -18,7 +18,7 @@ from srdiv.objectives.mle import PlackettLuceMLE
 from srdiv.sampling.list_pairwise_samples import ListPairwiseSamples
 from srdiv.sampling.samples import Samples
 from srdiv.train.trainer import Trainer, make_optimizer, trainable
-from conftest import needs_cuda
+from conftest import DEVICES
 
 
 class FreeScores(DiversityModel):
@@ -203,7 +203,7 @@ class Kill(Exception):
     pass
 
 
-@pytest.mark.parametrize("device", ["cpu", pytest.param("cuda", marks=needs_cuda)])
+@pytest.mark.parametrize("device", DEVICES)
 def test_resume_after_a_killed_epoch_is_bit_identical(tmp_path, device):
     full_model, full = _train(tmp_path, name="full.pt", device=device)
 
