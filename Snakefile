@@ -1,13 +1,26 @@
 # srdiv: the whole pipeline as one Snakemake DAG.
 #
-#   snakemake --cores 8 --resources gpu=1                                  # default: wordnet-div, all models
+#   snakemake --cores 8 --resources gpu=1                                  # the main table (= make run)
 #   snakemake --cores 2 --configfile params.yaml config/smoke.yaml         # smoke: 12 queries, 2 folds
+#   snakemake --cores 8 --configfile params.yaml config/all.yaml           # every row (results/wordnet-div-all)
 #   snakemake --cores 8 --configfile params.yaml config/trec-web.yaml      # TREC Web Track 2009-2012
 #
 # params.yaml is the configuration of both Snakemake and every srdiv command;
 # rules only call srdiv commands. dvc.yaml is generated from this DAG (make dvc-yaml).
+# With no --configfile that names a setting (its `params_files`), the DAG is the main table: params.yaml
+# with config/main.yaml over it, written to results/wordnet-div/ as `make run` does; a study, another
+# dataset or every row runs only when its file is named. Rows that train on a GPU (`train.device`,
+# `srdiv.train.job.row_device`) take 1/gpu_jobs of the `gpu` resource each, the others none.
+
+MAIN_TABLE = "params_files" not in config   # read before params.yaml sets it
+
 
 configfile: "params.yaml"
+
+
+if MAIN_TABLE:
+
+    configfile: "config/main.yaml"
 
 
 include: "workflow/rules/common.smk"

@@ -12,6 +12,7 @@ import torch
 import yaml
 from typer.testing import CliRunner
 
+from conftest import ROOT
 from srdiv.cli import app, main
 from srdiv.collection.schema import Collection, write_collection
 from srdiv.experiment import Component, ModelSpec, model_spec
@@ -25,7 +26,7 @@ from srdiv.models.listmle import ListMLE
 from srdiv.models.ranking import resolve_device
 from srdiv.registry import MODELS
 from srdiv.train.folds import fold_split
-from srdiv.train.job import OUTPUTS, Trained, rank_job, run_job
+from srdiv.train.job import OUTPUTS, Trained, rank_job, row_device, run_job, uses_gpu
 
 
 @MODELS.register("test-coverage")
@@ -383,6 +384,18 @@ def test_resolve_device_names_the_fix_when_cuda_is_missing(monkeypatch):
     assert resolve_device("cuda:0") == torch.device("cuda:0")
     with pytest.raises(InputError, match=r"'cuda:1' but this machine has 1 CUDA device\(s\) \(cuda:0 to cuda:0\)"):
         resolve_device("cuda:1")
+
+
+def test_auto_sends_only_the_rows_that_gain_on_a_gpu_there_and_any_row_can_be_forced():
+    params = yaml.safe_load((ROOT / "params.yaml").read_text())
+    main = yaml.safe_load((ROOT / "config/main.yaml").read_text())["run_models"]
+    on_gpu = {row for row in main if uses_gpu(model_spec(params, row))}
+    assert on_gpu == {"DESA", "DALETOR", "R-LTR-NTN", "PAMM-NTN"}
+    assert row_device(model_spec(params, "DESA")) == "auto" and row_device(model_spec(params, "DSSA")) == "cpu"
+    params["models"]["DSSA"]["train"] = {**(params["models"]["DSSA"].get("train") or {}), "device": "cuda"}
+    params["models"]["DESA"]["train"] = {**(params["models"]["DESA"].get("train") or {}), "device": "cpu"}
+    assert row_device(model_spec(params, "DSSA")) == "cuda" and uses_gpu(model_spec(params, "DSSA"))
+    assert row_device(model_spec(params, "DESA")) == "cpu" and not uses_gpu(model_spec(params, "DESA"))
 
 
 def test_train_command_sets_threads_and_reports_a_missing_gpu_in_one_line(tmp_path, monkeypatch, capsys):

@@ -117,6 +117,39 @@ def test_slurm_profile_dry_run(in_root, tmp_path):
     assert "rule train" in out.stdout + out.stderr
 
 
+def _dry_run_jobs(args):
+    """``{(rule, wildcards): resources}`` of every job of ``snakemake -n --forceall`` with ``args``."""
+    env = {**os.environ, "PATH": f"{BIN}:{os.environ['PATH']}"}
+    out = subprocess.run([str(BIN / "snakemake"), "-n", "--forceall", *args], capture_output=True, text=True,
+                         env=env, cwd=ROOT)
+    assert out.returncode == 0, out.stderr[-3000:]
+    jobs, rule, fields = {}, None, {}
+    for line in [*(out.stdout + out.stderr).splitlines(), "rule end:"]:
+        if line.startswith(("rule ", "localrule ")):   # a job's block starts; the one before ends
+            if rule:
+                jobs[(rule, fields.get("wildcards", ""))] = fields.get("resources", "")
+            rule, fields = line.split()[1].rstrip(":"), {}
+        elif ": " in line:
+            key, value = line.strip().split(": ", 1)
+            fields[key] = value
+    return jobs, out.stdout + out.stderr
+
+
+def test_the_bare_command_runs_the_main_table_and_only_cuda_rows_take_the_gpu(in_root):
+    """``snakemake --cores 8 --resources gpu=1`` with no config file: the rows of config/main.yaml into
+    results/wordnet-div; DESA, DALETOR and the NTN rows take a gpu slot, every other row none."""
+    jobs, log = _dry_run_jobs(["--cores", "8", "--resources", "gpu=1"])
+    main = yaml.safe_load(Path("config/main.yaml").read_text())["run_models"]
+    trained = {wildcards.split(",")[0].removeprefix("model=") for rule, wildcards in jobs if rule == "train"}
+    assert trained == set(main)
+    assert "results/wordnet-div/README.md" in log and "results/wordnet-div-all" not in log
+    on_gpu = {"DESA", "DALETOR", "R-LTR-NTN", "PAMM-NTN"}
+    for (rule, wildcards), resources in jobs.items():
+        if rule in ("train", "rank"):
+            model = wildcards.split(",")[0].removeprefix("model=")
+            assert ("gpu=1" if model in on_gpu else "gpu=0") in resources.split(", "), (rule, wildcards, resources)
+
+
 def test_a_study_trains_and_reports_apart_from_the_main_run(in_root):
     """``study``: models, logs and results under the study's name; text stages and samples shared."""
     env = {**os.environ, "PATH": f"{BIN}:{os.environ['PATH']}"}

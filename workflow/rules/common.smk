@@ -4,7 +4,7 @@ from srdiv.sampling.samples import samples_key
 from srdiv.params import lineage, load_params, lookup, validate
 from srdiv.experiment import model_specs, run_rows
 from srdiv.metrics.gather import reference_runs
-from srdiv.train.job import check_rows
+from srdiv.train.job import check_rows, uses_gpu
 
 # Every params file is checked against srdiv's schema (and the merged config, with any --config
 # values) before the DAG is built: a misspelt key or an out-of-range value stops here.
@@ -87,3 +87,15 @@ def required_rows():
         if prior(model) and prior(model) not in rows:
             rows.append(prior(model))
     return rows
+
+
+# `--resources gpu=N` counts GPUs. Each job of a row that runs on CUDA takes one `gpu` slot, and a GPU has
+# `gpu_jobs` slots (params.yaml): `--resources gpu=1` trains up to `gpu_jobs` such jobs at once on it.
+if "gpu" in workflow.global_resources and workflow.global_resources["gpu"].value is not None:
+    workflow.register_resource("gpu", workflow.global_resources["gpu"].value * config["gpu_jobs"])
+
+
+def gpu_share(wildcards):
+    """The ``gpu`` slots of a row's train and rank jobs: 1 for a row that runs on CUDA (``train.device``,
+    :func:`srdiv.train.job.row_device`), 0 for a CPU row, which runs on the free cores beside them."""
+    return 1 if uses_gpu(SPECS[wildcards.model]) else 0

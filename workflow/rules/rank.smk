@@ -14,7 +14,7 @@ rule rank:
         out=lambda wildcards: model_dir(wildcards.model, wildcards.fold),
     threads: 1
     resources:
-        gpu=1,
+        gpu=gpu_share,
     log:
         f"{MODEL_LOGS}/rank/{{model}}-fold{{fold}}.log",
     benchmark:

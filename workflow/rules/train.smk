@@ -36,7 +36,7 @@ rule train:
         out=lambda wildcards: model_dir(wildcards.model, wildcards.fold),
     threads: 1
     resources:
-        gpu=1,
+        gpu=gpu_share,
     log:
         f"{MODEL_LOGS}/train/{{model}}-fold{{fold}}.log",
     benchmark:

@@ -123,6 +123,7 @@ class DALETOR(DiversityModel):
     """
 
     sequential = False
+    gpu_gain = True
 
     def __init__(self, dims: BundleDims, context: str = "none", latent_cross: bool = False,
                  relevance_features: bool = False, hidden: Sequence[int] = (256, 128, 64), layers: int = 2,

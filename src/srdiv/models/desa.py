@@ -110,6 +110,7 @@ class DESA(DiversityModel):
     """
 
     sequential = False
+    gpu_gain = True
 
     def __init__(
         self, dims: BundleDims, d_model: int = 256, heads: int = 8, d_ff: int = 400,

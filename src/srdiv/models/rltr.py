@@ -154,6 +154,8 @@ class RLTR(RelationalLTR):
 class NTN(RelationalLTR):
     """R-LTR-NTN / PAMM-NTN: novelty from a bilinear tensor layer of ``slices`` slices over ``doc_vec``."""
 
+    gpu_gain = True
+
     def __init__(self, dims: BundleDims, slices: int = 7, init_scale: float = 1.0, representation: str = "doc2vec"):
         """``representation`` names the bundle the pipeline feeds (``bundle/<repr>.npz``: doc2vec or LDA)."""
         super().__init__(dims, slices, "max", init_scale)

@@ -71,6 +71,20 @@ def keywords(cls: type) -> set[str] | None:
     return None
 
 
+def row_device(spec: ModelSpec) -> str:
+    """The ``train.device`` a row's jobs run on: the row's own setting, except that ``auto`` (CUDA when
+    present) stays ``auto`` only for a model whose training gains on a GPU (``gpu_gain``) and is ``cpu``
+    for every other one. ``uses_gpu`` says whether the jobs take the pipeline's ``gpu`` resource."""
+    if spec.train.device == "auto" and not MODELS.get(spec.model.name).gpu_gain:
+        return "cpu"
+    return spec.train.device
+
+
+def uses_gpu(spec: ModelSpec) -> bool:
+    """Whether a row's train and rank jobs may run on CUDA (:func:`row_device` ``auto`` or ``cuda[:k]``)."""
+    return row_device(spec) == "auto" or row_device(spec).startswith("cuda")
+
+
 def check_rows(params: dict, rows: Sequence[str], where: str = "params.yaml") -> None:
     """Every row's model and objective are registered and take the keywords the row gives them.
 
@@ -203,7 +217,7 @@ def run_job(spec: ModelSpec, bundle: Bundle, collection: Collection, fold: int, 
     out = Path(out)
     settings = spec.train
     split = fold_split(collection.folds, fold, _folds_file(collection))
-    device = resolve_device(settings.device)
+    device = resolve_device(row_device(spec))
     data = FoldData.make(bundle, split, settings)
     prior_model = _prior_model(spec, prior, data.scaler, device)
     valid_scorer = RunScorer(collection.qrels, split.valid, [settings.valid_measure])
@@ -257,7 +271,7 @@ def rank_job(trained: Trained, bundle: Bundle, collection: Collection, fold: int
     """
     out = Path(out)
     settings = trained.spec.train
-    device = resolve_device(settings.device)
+    device = resolve_device(row_device(trained.spec))
     split = fold_split(collection.folds, fold, _folds_file(collection))
     _check_dims(trained, bundle.dims, "--bundle")
     test = trained.scaler.transform(fold_queries(bundle, split.test, settings.rank_docs))
