@@ -18,12 +18,13 @@ text. Construction, in order (parameters in :class:`DebianFacetsConfig`):
    (``untagged: non-relevant``).
 2. **Queries**: analysed words (``[a-z]{3,}`` stems) of the titles, whose
    *scope* (documents with the word in their title) holds ``min_scope`` to
-   ``max_scope`` documents; the query string is the word's most frequent
-   surface form.
+   ``max_scope`` documents, and that are not generic: their adaptation
+   (:func:`adaptation`, from the bodies' text alone) is at least
+   ``min_adaptation``; the query string is the word's most frequent surface form.
 3. **Initial run**: BM25 over ``run_fields`` (title and body), stored to
    ``pool_depth``: all of it is the judged pool, its top ``candidates`` are re-ranked.
-4. **Official subtopics**: tags of the ``subtopic_facets``, in the vocabulary,
-   not naming the query word, carried by at least ``min_tag_docs`` pooled
+4. **Official subtopics**: tags of the ``subtopic_facets``, in the vocabulary and
+   not a placeholder there (:func:`placeholder_tags`), not naming the query word, carried by at least ``min_tag_docs`` pooled
    in-scope documents and by at most ``max_tag_share`` of the pooled in-scope
    tagged ones; most frequent first, a tag whose pooled in-scope documents
    overlap a chosen one's with Jaccard >= ``near_duplicate`` is dropped; up to
@@ -69,6 +70,8 @@ SUBTOPIC_FACETS = ("admin", "biology", "culture", "devel", "field", "game", "har
 PACKAGING_TAGS = ("devel::library", "devel::doc", "x11::library")
 """Tags of those facets that say what kind of package it is (as ``role::`` does), not what it is for."""
 UNTAGGED = ("leave-out", "non-relevant")
+PLACEHOLDER_NAME = re.compile(r"need an extra tag", re.IGNORECASE)
+"""The vocabulary's description of a tag that stands for a missing one (``<facet>::TODO``)."""
 
 
 @dataclass(frozen=True)
@@ -82,6 +85,7 @@ class DebianFacetsConfig:
     min_scope: int = 15                 # query: documents with the word in their title ...
     max_scope: int = 1000               # ... at least and at most
     min_name_docs: int = 1              # ... and source package names holding it as a word, at least
+    min_adaptation: float = 0.22        # ... and bodies holding it twice among those holding it, at least
     run_fields: tuple[str, ...] = ("title", "body")
     k1: float = 1.2                     # BM25 of the initial run
     b: float = 0.75
@@ -89,6 +93,7 @@ class DebianFacetsConfig:
     candidates: int = 50                # documents re-ranked (statistics of the data card)
     subtopic_facets: tuple[str, ...] = SUBTOPIC_FACETS
     excluded_tags: tuple[str, ...] = PACKAGING_TAGS
+    placeholders: bool = False          # the vocabulary's placeholder tags may be subtopics (measurement only)
     min_tag_docs: int = 5               # pooled in-scope documents carrying a subtopic's tag, at least
     max_tag_share: float = 0.8          # ... and at most this share of the pooled in-scope tagged ones
     near_duplicate: float = 0.8         # Jaccard of two tags' pooled in-scope documents
@@ -109,6 +114,8 @@ class DebianFacetsConfig:
             raise InputError("params.yaml", f"collections.debian-facets.untagged must be one of {UNTAGGED}")
         if not set(cfg.run_fields) <= {"title", "body", "anchor", "url"}:
             raise InputError("params.yaml", "collections.debian-facets.run_fields must be among title, body, anchor, url")
+        if not 0.0 <= cfg.min_adaptation <= 1.0:
+            raise InputError("params.yaml", "collections.debian-facets.min_adaptation must be in [0, 1]")
         return cfg
 
 
@@ -254,15 +261,33 @@ def title_words(titles: list[str]) -> tuple[sp.csr_matrix, pd.Index, dict[str, s
     return mat, stems, form
 
 
-def candidate_queries(words: sp.csr_matrix, stems: pd.Index, form: dict[str, str], names: list[str],
-                      cfg: DebianFacetsConfig) -> pd.DataFrame:
-    """Query words, alphabetically by stem: ``stem, query, scope`` (document indices whose title holds it).
+def adaptation(bodies: list[str], stems: pd.Index) -> np.ndarray:
+    """``[stems]``: of the bodies holding the stem, the share holding it at least twice (0 where none holds it).
 
-    ``names``: the documents' source package names.
+    Church's adaptation, Pr(k >= 2 | k >= 1) (Church, COLING 2000, "Empirical estimates of adaptation"):
+    a word that names what a text is about tends to come back in it, a generic word
+    ("simple", "create", "open") is used once in passing. It reads the documents' text only.
+    """
+    counts = count_matrix(tokenize_many(bodies), stems)
+    holding = np.asarray((counts >= 1).sum(axis=0)).ravel()
+    twice = np.asarray((counts >= 2).sum(axis=0)).ravel()
+    return twice / np.maximum(holding, 1)
+
+
+def candidate_queries(words: sp.csr_matrix, stems: pd.Index, form: dict[str, str], docs: pd.DataFrame,
+                      cfg: DebianFacetsConfig) -> pd.DataFrame:
+    """Query words, alphabetically by stem: ``stem, query, scope``, ``adaptation``.
+
+    ``scope``: the indices of the documents whose title holds the word.
+
+    ``docs``: the docs table (source package names from ``docno``, ``body`` for :func:`adaptation`).
     """
     df = np.asarray(words.sum(axis=0)).ravel()
+    names = docs["docno"].str[len("deb-"):].tolist()
     in_names = np.asarray(count_matrix(tokenize_many(names), stems).astype(bool).sum(axis=0)).ravel()
     ok = (df >= cfg.min_scope) & (df <= cfg.max_scope) & (in_names >= cfg.min_name_docs)
+    adapt = adaptation(docs["body"].tolist(), stems)
+    ok &= adapt >= cfg.min_adaptation
     ok &= np.array([bool(re.fullmatch(r"[a-z]{3,}", s)) for s in stems])
     cols = np.flatnonzero(ok)
     by_col = words[:, cols].tocsc()
@@ -270,6 +295,7 @@ def candidate_queries(words: sp.csr_matrix, stems: pd.Index, form: dict[str, str
         "stem": stems[cols].to_numpy(),
         "query": [form[s] for s in stems[cols]],
         "scope": [by_col.indices[a:b] for a, b in zip(by_col.indptr[:-1], by_col.indptr[1:])],
+        "adaptation": adapt[cols],
     })
 
 
@@ -278,17 +304,29 @@ def tag_words(tag: str) -> set[str]:
     return set(tokenize(tag))
 
 
+def placeholder_tags(vocabulary: Vocabulary) -> set[str]:
+    """Tags the vocabulary marks as standing for a missing one: named ``...:TODO`` or described "Need an extra tag".
+
+    Debtags has one per facet (``admin::TODO``, ``devel::lang:TODO``): it says that the right tag
+    does not exist yet, not what the package is about, so it is never a subtopic.
+    """
+    tags = vocabulary.tags
+    return set(tags.loc[tags["name"].str.match(PLACEHOLDER_NAME) | tags["tag"].str.endswith(":TODO"), "tag"])
+
+
 def choose_subtopics(pooled: pd.DataFrame, vocabulary: Vocabulary, cfg: DebianFacetsConfig) -> pd.DataFrame:
     """Official subtopics from ``pooled`` (``q, stem, doc, tag``: the tags of each pooled in-scope document).
 
     Returns ``q, tag, sid`` in subtopic order; queries with fewer than ``min_subtopics`` are absent.
     """
+    excluded = set(cfg.excluded_tags) | (set() if cfg.placeholders else placeholder_tags(vocabulary))
     allowed = vocabulary.tags[vocabulary.tags["facet"].isin(cfg.subtopic_facets)
-                              & ~vocabulary.tags["tag"].isin(cfg.excluded_tags)]["tag"]
+                              & ~vocabulary.tags["tag"].isin(excluded)]["tag"]
     words = {tag: tag_words(tag) for tag in allowed}
     tagged = pooled.groupby("q")["doc"].nunique()
     eligible = pooled[pooled["tag"].isin(words.keys())]
-    eligible = eligible[[stem not in words[tag] for stem, tag in zip(eligible["stem"], eligible["tag"])]]
+    eligible = eligible[np.array([stem not in words[tag] for stem, tag in zip(eligible["stem"], eligible["tag"])],
+                                 dtype=bool)]
     counts = eligible.groupby(["q", "tag"]).size().rename("n").reset_index()
     counts = counts[(counts["n"] >= cfg.min_tag_docs)
                     & (counts["n"] <= cfg.max_tag_share * tagged.reindex(counts["q"]).to_numpy())]
@@ -353,7 +391,7 @@ class Build:
 
     collection: Collection
     documents: Documents
-    queries: pd.DataFrame               # kept queries: q, qid, stem, query, scope
+    queries: pd.DataFrame               # kept queries: q, qid, stem, query, scope, adaptation
     subtopic_tags: pd.DataFrame         # qid, sid, tag
     indexes: Indexes
 
@@ -365,7 +403,7 @@ def build_debian_facets(indexes: str | Path | Indexes, cfg: DebianFacetsConfig |
     documents = build_docs(ix, cfg)
     docs = documents.docs
     words, stems, form = title_words(docs["title"].tolist())
-    queries = candidate_queries(words, stems, form, docs["docno"].str[len("deb-"):].tolist(), cfg)
+    queries = candidate_queries(words, stems, form, docs, cfg)
 
     index = FieldIndex.from_texts(doc_text(docs, cfg.run_fields), k1=cfg.k1, b=cfg.b)
     top, scores = index.top_k(queries["query"].tolist(), cfg.pool_depth, "bm25")

@@ -2,8 +2,8 @@
 
 :func:`card_stats` measures the built tables (so the shipped card's statistics can be checked
 against the shipped tables without the archive indexes); :func:`measure_choices` rebuilds with
-the alternatives the card compares (every facet as a subtopic source; untagged packages kept);
-:func:`data_card` renders it all.
+the alternatives the card compares (every facet as a subtopic source; untagged packages kept;
+each cleaning rule turned off); :func:`data_card` renders it all.
 """
 
 from __future__ import annotations
@@ -14,11 +14,15 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from srdiv.collection.debian import Build, DebianFacetsConfig, Indexes, build_debian_facets
+from srdiv.collection.debian import Build, DebianFacetsConfig, Indexes, build_debian_facets, placeholder_tags
 from srdiv.collection.schema import Collection
 from srdiv.collection.wordnet_card import _fmt, collection_stats
 from srdiv.index.analysis import tokenize
 
+COMMANDLINE = "interface::commandline"
+"""The tag that is a subtopic of most queries (the card states its share)."""
+ADAPTATION_SWEEP = (0.1, 0.15, 0.2, 0.25, 0.3)
+"""Thresholds of the generic-word rule the card compares with the chosen one."""
 MATCH_PRECISION = 0.5
 """A suggestion matches a subtopic when at least this share of its pooled in-scope documents is relevant to it."""
 
@@ -92,19 +96,29 @@ class Choices:
     facets: pd.DataFrame                # facet, documents (share), subtopics (every facet allowed), allowed
     top_tags: pd.DataFrame              # tag, subtopics: the most chosen tags when every facet is allowed
     untagged: pd.DataFrame              # one row per treatment: the measured numbers
+    rules: pd.DataFrame                 # one row per cleaning rule: the copy built without it, what it removes
+    sweep: pd.DataFrame                 # min_adaptation, queries, subtopics (per query)
+    generic: pd.DataFrame               # the words the generic-word rule removes: query, adaptation
+    facts: pd.DataFrame                 # per build: commandline share, in-scope candidates with no subtopic
+
+
+def _top_in_scope(coll: Collection, candidates: int) -> tuple[pd.DataFrame, np.ndarray, np.ndarray]:
+    """The top ``candidates`` of the run, whether each is in its query's scope, and whether it is relevant."""
+    top = coll.run[coll.run["rank"] <= candidates]
+    title_words = dict(zip(coll.docs["docno"], (set(tokenize(t)) for t in coll.docs["title"])))
+    stem = {q: set(tokenize(w)) for q, w in zip(coll.topics["qid"], coll.topics["query"])}
+    in_scope = np.array([stem[q] <= title_words[d] for q, d in zip(top["qid"], top["docno"])], dtype=bool)
+    relevant = set(map(tuple, coll.qrels.loc[coll.qrels["rel"] > 0, ["qid", "docno"]].to_numpy()))
+    is_rel = np.array([(q, d) in relevant for q, d in zip(top["qid"], top["docno"])], dtype=bool)
+    return top, in_scope, is_rel
 
 
 def _untagged_row(build: Build, cfg: DebianFacetsConfig) -> dict[str, float]:
     coll = build.collection
     stats = collection_stats(coll, cfg.candidates)
-    top = coll.run[coll.run["rank"] <= cfg.candidates]
     untagged_docnos = set(coll.docs["docno"][[not t for t in build.documents.tags]])
-    title_words = dict(zip(coll.docs["docno"], (set(tokenize(t)) for t in coll.docs["title"])))
-    stem = {q: set(tokenize(w)) for q, w in zip(coll.topics["qid"], coll.topics["query"])}
-    in_scope = np.array([stem[q] <= title_words[d] for q, d in zip(top["qid"], top["docno"])])
+    top, in_scope, is_rel = _top_in_scope(coll, cfg.candidates)
     untagged = top["docno"].isin(untagged_docnos).to_numpy()
-    relevant = set(map(tuple, coll.qrels.loc[coll.qrels["rel"] > 0, ["qid", "docno"]].to_numpy()))
-    is_rel = np.array([(q, d) in relevant for q, d in zip(top["qid"], top["docno"])])
     tagged_scope = in_scope & ~untagged
     rate = is_rel[tagged_scope].mean() if tagged_scope.any() else 0.0
     n_q = len(coll.topics)
@@ -122,8 +136,54 @@ def _untagged_row(build: Build, cfg: DebianFacetsConfig) -> dict[str, float]:
     }
 
 
+def facts(build: Build, cfg: DebianFacetsConfig) -> dict[str, float]:
+    """Queries, subtopics, the share of queries with an ``interface::commandline`` subtopic, and the
+    share of in-scope candidates (top ``candidates``) relevant to no subtopic."""
+    coll = build.collection
+    _, in_scope, is_rel = _top_in_scope(coll, cfg.candidates)
+    commandline = build.subtopic_tags.loc[build.subtopic_tags["tag"] == COMMANDLINE, "qid"].nunique()
+    return {
+        "queries": len(coll.topics),
+        "subtopics": len(coll.subtopics),
+        f"queries with the {COMMANDLINE} subtopic": commandline / max(len(coll.topics), 1),
+        f"in-scope candidates (top {cfg.candidates}) relevant to no subtopic":
+            float((~is_rel[in_scope]).mean()) if in_scope.any() else 0.0,
+    }
+
+
+def _cleaning(ix: Indexes, build: Build, cfg: DebianFacetsConfig) -> tuple[pd.DataFrame, ...]:
+    """Rebuild without each cleaning rule: what each removes, the generic-word threshold's sweep, the facts.
+
+    A query's subtopics do not depend on the other queries, so the build without the generic-word
+    rule gives every threshold's queries: those whose adaptation reaches it.
+    """
+    placeholders = placeholder_tags(ix.vocabulary)
+    without = {"placeholder tags are never subtopics": build_debian_facets(ix, dataclasses.replace(cfg, placeholders=True)),
+               "generic words are never queries": build_debian_facets(ix, dataclasses.replace(cfg, min_adaptation=0.0))}
+    rules = []
+    for rule, other in without.items():
+        placeholder = other.subtopic_tags["tag"].isin(placeholders)
+        rules.append({"rule": rule, "queries without it": len(other.collection.topics),
+                      "subtopics without it": len(other.collection.subtopics),
+                      "placeholder subtopics without it": int(placeholder.sum()),
+                      "queries removed": len(other.collection.topics) - len(build.collection.topics),
+                      "subtopics removed": len(other.collection.subtopics) - len(build.collection.subtopics)})
+    every = without["generic words are never queries"]
+    sizes = every.queries.assign(subtopics=every.queries["qid"].map(every.subtopic_tags.groupby("qid").size()))
+    sweep = pd.DataFrame([{"min_adaptation": f"{t:g}", "queries": int((sizes["adaptation"] >= t).sum()),
+                           "subtopics per query": sizes.loc[sizes["adaptation"] >= t, "subtopics"].mean()}
+                          for t in sorted({0.0, *ADAPTATION_SWEEP, cfg.min_adaptation})])
+    generic = sizes.loc[sizes["adaptation"] < cfg.min_adaptation, ["query", "adaptation"]]
+    generic = generic.sort_values(["adaptation", "query"]).reset_index(drop=True)
+    facts_rows = pd.DataFrame([{"build": name, **facts(b, cfg)} for name, b in
+                               (("this copy", build), ("placeholder tags allowed", without[rules[0]["rule"]]),
+                                ("generic words allowed", every))])
+    return pd.DataFrame(rules), sweep, generic, facts_rows
+
+
 def measure_choices(ix: Indexes, build: Build, cfg: DebianFacetsConfig) -> Choices:
-    """Rebuild with every facet allowed and with the other treatment of untagged packages, and measure both."""
+    """Rebuild with every facet allowed, with the other treatment of untagged packages and without each
+    cleaning rule, and measure them."""
     vocab = ix.vocabulary
     every = build_debian_facets(ix, dataclasses.replace(cfg, subtopic_facets=tuple(vocab.facets["facet"]),
                                                         excluded_tags=()))
@@ -140,7 +200,7 @@ def measure_choices(ix: Indexes, build: Build, cfg: DebianFacetsConfig) -> Choic
     alternative = build_debian_facets(ix, dataclasses.replace(cfg, untagged=other))
     untagged = pd.DataFrame([_untagged_row(build, cfg),
                              _untagged_row(alternative, dataclasses.replace(cfg, untagged=other))])
-    return Choices(facets.reset_index(drop=True), top_tags, untagged)
+    return Choices(facets.reset_index(drop=True), top_tags, untagged, *_cleaning(ix, build, cfg))
 
 
 def _markdown(frame: pd.DataFrame) -> str:
@@ -208,9 +268,11 @@ release, fetch the indexes of the date above from Debian's snapshot archive.
    Untagged source packages: `{cfg.untagged}` (see below).
 2. **Queries**: analysed words (`[a-z]{{3,}}`, S-stemmed) of the titles whose
    *scope*, the documents holding the word in their title (name or synopsis),
-   has {cfg.min_scope} to {cfg.max_scope} documents, and that are a word of at
-   least {cfg.min_name_docs} source package name(s); the query string is the
-   word's most frequent form. `type` = `faceted`, `description` = `Debian
+   has {cfg.min_scope} to {cfg.max_scope} documents, that are a word of at
+   least {cfg.min_name_docs} source package name(s), and that are not generic:
+   of the bodies holding the word, at least {cfg.min_adaptation:g} hold it twice
+   (its *adaptation*, see below); the query string is the word's most
+   frequent form. `type` = `faceted`, `description` = `Debian
    packages about '<word>'`.
 3. **Initial run** (`run`): BM25 (k1 = {cfg.k1:g}, b = {cfg.b:g}) over
    {', '.join(cfg.run_fields)} (shared analyser: lowercase alphanumeric tokens,
@@ -218,7 +280,7 @@ release, fetch the indexes of the date above from Debian's snapshot archive.
    {cfg.pool_depth}: all of it is the judged pool, its top {cfg.candidates} are
    the candidates re-rankers see.
 4. **Official subtopics** (`subtopics`): tags of the allowed facets (below)
-   that do not contain the query word, carried by at least {cfg.min_tag_docs}
+   that are not placeholders (below) and do not contain the query word, carried by at least {cfg.min_tag_docs}
    pooled in-scope documents and by at most {cfg.max_tag_share:g} of the pooled
    in-scope tagged ones (a tag nearly all of them carry is the query itself, not
    a facet of it); most frequent first, a tag whose pooled in-scope documents
@@ -272,6 +334,54 @@ carrying a tag of the facet, and how many subtopics it would give.
 The tags chosen most often when every facet is allowed:
 
 {_markdown(choices.top_tags)}
+
+## Cleaning rules
+
+**Placeholder tags are never subtopics.** The vocabulary has a tag for a
+missing tag in each facet: named `<facet>::TODO` (or `devel::lang:TODO`) and
+described "Need an extra tag". It says that the right tag does not exist yet,
+not what a package is about. The rule reads the vocabulary: a tag named
+`...:TODO` or described so is a placeholder ({len(placeholder_tags(ix.vocabulary))} of its
+{len(ix.vocabulary.tags)} tags). Where a placeholder was a subtopic, the next
+eligible tag may take its place.
+
+**Generic words are never queries.** A word that names what a package is
+about tends to come back in its description; a generic word ("simple",
+"create", "open") is used once in passing. The rule measures that from the
+documents' text alone, never from tags or judgments: a word's *adaptation*
+(Church, COLING 2000) is the share of the bodies holding it that hold it at
+least twice (analysed tokens, as the initial run's); a word below
+`min_adaptation` = {cfg.min_adaptation:g} is not a query.
+
+Each rule measured by building this copy without it (everything else the same):
+
+{_markdown(choices.rules)}
+
+The queries (and mean subtopics per query) at other thresholds; a query's
+subtopics do not depend on the other queries, so these come from the build
+without the rule:
+
+{_markdown(choices.sweep)}
+
+The words the rule removes, with their adaptation:
+{", ".join(f"{q} ({a:.3f})" for q, a in choices.generic.itertuples(index=False))}.
+
+The threshold was chosen by measurement against an outside judge of
+genericness: `scripts/measure_generic_words.py` labels each candidate word by
+whether WordNet's sense-tagged uses of it are mostly as a noun, and measures,
+at each threshold, the share of removed words used mostly as adjective, verb
+or adverb and the share of those words removed
+(`docs/debian-facets.md` holds its table and the choice).
+
+The facts of the collection that the cleaning concerns, on this copy and on
+the builds without each rule: how many queries have `{COMMANDLINE}` as a
+subtopic (most Debian programs run on the command line, so a scope of programs
+splits into command-line ones and others), and the share of the in-scope
+candidates (the query word in their title, in the top {cfg.candidates}) that
+carry none of their query's subtopic tags (they carry only tags that are not
+subtopics: other facets, tags too rare in the scope or near duplicates):
+
+{_markdown(choices.facts)}
 
 ## Untagged packages
 
