@@ -24,9 +24,9 @@ text. Construction, in order (parameters in :class:`DebianFacetsConfig`):
 3. **Initial run**: BM25 over ``run_fields`` (title and body), stored to
    ``pool_depth``: all of it is the judged pool, its top ``candidates`` are re-ranked.
 4. **Official subtopics**: tags of the ``subtopic_facets``, in the vocabulary and
-   not a placeholder there (:func:`placeholder_tags`), not naming the query word, carried by at least ``min_tag_docs`` pooled
-   in-scope documents and by at most ``max_tag_share`` of the pooled in-scope
-   tagged ones; most frequent first, a tag whose pooled in-scope documents
+   not a placeholder there (:func:`placeholder_tags`), not naming the query word,
+   carried by at least ``min_tag_docs`` pooled in-scope documents and by at most
+   ``max_tag_share`` of the pooled in-scope tagged ones; most frequent first, a tag whose pooled in-scope documents
    overlap a chosen one's with Jaccard >= ``near_duplicate`` is dropped; up to
    ``max_subtopics``; queries with fewer than ``min_subtopics`` are dropped.
    A document is relevant to a subtopic when it is in the query's scope and
@@ -305,9 +305,9 @@ def tag_words(tag: str) -> set[str]:
 
 
 def placeholder_tags(vocabulary: Vocabulary) -> set[str]:
-    """Tags the vocabulary marks as standing for a missing one: named ``...:TODO`` or described "Need an extra tag".
+    """Tags the vocabulary marks as standing for a missing tag: named ``...:TODO`` or described so.
 
-    Debtags has one per facet (``admin::TODO``, ``devel::lang:TODO``): it says that the right tag
+    The vocabulary describes them "Need an extra tag". Debtags has one per facet (``admin::TODO``, ``devel::lang:TODO``): it says that the right tag
     does not exist yet, not what the package is about, so it is never a subtopic.
     """
     tags = vocabulary.tags
