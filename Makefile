@@ -13,7 +13,7 @@ GPUS   ?= $(if $(filter-out 0,$(NGPU)),$(NGPU),$(CORES))
 SMK     = $(BIN)/snakemake --cores $(CORES) --resources gpu=$(GPUS) --rerun-incomplete
 export PATH := $(abspath $(BIN)):$(PATH)
 
-.PHONY: install run run-debian run-ablations run-ablations-dssa run-ablations-daletor run-sweeps run-desa-ablations run-all smoke unlock test test-slow dvc-yaml trec dvc-repro dvc-smoke
+.PHONY: install run run-debian run-ablations run-ablations-dssa run-ablations-daletor run-sweeps run-desa-ablations run-oracle run-all smoke unlock test test-slow dvc-yaml trec dvc-repro dvc-smoke
 
 # constraints.txt pins every package to the versions DESA Table 3's CPU jobs ran under (pipelines/desa-ablations).
 $(STAMP): pyproject.toml constraints.txt
@@ -52,6 +52,10 @@ run-sweeps: $(STAMP)
 ## DESA Table 3 at full budget (results/wordnet-div-desa-ablations; many CPU-hours without a GPU)
 run-desa-ablations: $(STAMP)
 	$(SMK) --configfile params.yaml config/desa-ablations.yaml
+
+## the explicit rows with wordnet-div's oracle aspects as suggestions, an upper bound (results/wordnet-div-oracle)
+run-oracle: $(STAMP)
+	$(SMK) --configfile params.yaml config/oracle.yaml
 
 ## every row of params.yaml in one table, a study of its own (results/wordnet-div-all)
 run-all: $(STAMP)

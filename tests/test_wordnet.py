@@ -15,7 +15,7 @@ from srdiv.collection.wordnet import (
     build_wordnet_div,
     sample_and_fold,
 )
-from srdiv.collection.wordnet_card import data_card
+from srdiv.collection.wordnet_card import ORACLE_FILE, data_card
 from srdiv.collection.wordnet_files import read_wordnet
 from srdiv.io import InputError
 from srdiv.params import load_params
@@ -61,14 +61,36 @@ def test_documents_fields_and_graph(mini):
     fiddle = docs.loc["wn-n-10000004"]
     assert fiddle["title"] == "bass fiddle, double bass"
     assert fiddle["body"] == "largest bowed stringed instrument"
-    assert fiddle["anchor"] == "bass; fingerboard; fiddle"  # S2 (~), fingerboard (#p), fiddle (+)
     assert fiddle["url"] == "noun.artifact/bass_fiddle"
-    assert (fiddle["inlinks"], fiddle["outlinks"]) == (3, 3)
-    assert docs.loc["wn-n-10000011", "anchor"] == "" and docs.loc["wn-n-10000011", "inlinks"] == 0
+    # Links come from glosses naming a noun lemma (its first sense), never from pointers:
+    # S1, sea bass and striped bass name "fish"; sea bass ("grilled sea bass": sea_bass is not in
+    # the mini index.noun), basso profundo ("deep bass voice") and drum ("the bass drum") name
+    # "bass", whose first sense is S1. The pointers (sense -> hyponym, fiddle -> fingerboard) give none.
+    assert docs.loc["wn-n-10000010", "inlinks"] == 3
+    assert set(docs.loc["wn-n-10000010", "anchor"].split("; ")) == {"bass", "sea bass", "striped bass"}
+    assert set(docs.loc["wn-n-10000001", "anchor"].split("; ")) == {"sea bass", "basso profundo", "drum"}
+    assert (fiddle["anchor"], fiddle["inlinks"], fiddle["outlinks"]) == ("", 0, 0)
+    assert docs.loc["wn-n-10000002", "outlinks"] == 2
+    assert docs["inlinks"].sum() == docs["outlinks"].sum() == 6
     assert docs.loc["wn-a-30000001", "url"] == "adj.all/bass"
     assert docs["pagerank"].sum() == pytest.approx(1.0)
-    # drum has no links: only the teleport share and dangling mass reach it
-    assert docs["pagerank"].idxmin() in {"wn-n-10000011", "wn-a-30000001"}
+    assert docs["pagerank"].idxmax() == "wn-n-10000010"   # fish: three links in, one of them from S1
+
+
+def test_links_and_suggestions_ignore_the_relevance_structure():
+    """Shuffling every pointer (so every sense subtree, every judgment) leaves docs and suggestions unchanged."""
+    from dataclasses import replace
+
+    from srdiv.collection.wordnet import build_docs
+
+    wn = read_wordnet(MINI)
+    rng = np.random.default_rng(0)
+    shuffled = replace(wn, pointers=wn.pointers.assign(dst=rng.permutation(wn.pointers["dst"].to_numpy())))
+    cfg = WordnetDivConfig(suggestion_min_docs=1)
+    pd.testing.assert_frame_equal(build_docs(shuffled, cfg), build_docs(wn, cfg))
+    built, other = build_wordnet_div(wn, cfg), build_wordnet_div(shuffled, replace(cfg, min_subtopics=1))
+    assert not other.qrels.equals(built.qrels)
+    pd.testing.assert_frame_equal(other.suggestions, built.suggestions)
 
 
 def test_run_pool_relevance_and_subtopics(mini):
@@ -77,17 +99,16 @@ def test_run_pool_relevance_and_subtopics(mini):
     assert mini.subtopics["sid"].tolist() == ["1", "2", "3"]
     assert mini.subtopics["text"].tolist()[0] == "edible spiny-finned fish"
     # hits: every document holding "bass" in title, body, anchor or url, except the
-    # own entries S1, S2, S3 and the adjective; fish and fiddle match through anchors
-    assert set(mini.run["docno"]) == {f"wn-n-1000000{i}" for i in (2, 4, 6, 7, 8)} | {
-        "wn-n-10000010", "wn-n-10000011", "wn-v-20000001"}
-    assert mini.run["rank"].tolist() == list(range(1, 9))
+    # own entries S1, S2, S3 and the adjective; fish matches through its anchor
+    assert set(mini.run["docno"]) == {f"wn-n-1000000{i}" for i in (2, 4, 6, 7)} | {"wn-n-10000010", "wn-n-10000011"}
+    assert mini.run["rank"].tolist() == list(range(1, 7))
     assert (np.diff(mini.run["score"]) <= 0).all()
-    # fish and drum tie (same length, one "bass" each): lower synset index first
-    assert mini.run["docno"].tolist()[-2:] == ["wn-n-10000010", "wn-n-10000011"]
-    assert len(mini.qrels) == 3 * 8
+    # basso profundo and drum tie (one "bass" in texts of the same length): lower synset index first
+    assert mini.run["docno"].tolist()[-2:] == ["wn-n-10000006", "wn-n-10000011"]
+    assert len(mini.qrels) == 3 * 6
     relevant = mini.qrels[mini.qrels["rel"] == 1].groupby("sid")["docno"].apply(sorted).to_dict()
     assert relevant == {"1": ["wn-n-10000002", "wn-n-10000007"],   # depth 1 and 2 hyponyms
-                        "2": ["wn-n-10000004", "wn-n-10000008"],   # hyponym, then its part meronym
+                        "2": ["wn-n-10000004"],                    # hyponym (its part meronym is not pooled)
                         "3": ["wn-n-10000006"]}
     assert (mini.qrels["grade"] == mini.qrels["rel"]).all()
 
@@ -97,20 +118,36 @@ def test_fewer_official_subtopics_drops_the_query():
     assert coll.topics.empty and coll.qrels.empty and coll.suggestions.empty
 
 
-def test_suggestions(mini):
-    sugg = mini.suggestions
+def test_suggestions():
+    coll = build_wordnet_div(MINI, WordnetDivConfig(suggestion_min_docs=1))
+    sugg = coll.suggestions
     level1 = sugg[sugg["level"] == 1]
+    # Two-word phrases with "bass" within one segment of a title or gloss, each held by one
+    # document, so alphabetical: "bass, basso" is two segments, "the bass" has a stopword.
+    assert level1["text"].tolist() == [
+        "bass drum", "bass fiddle", "bass voice", "deep bass", "double bass", "sea bass", "striped bass"]
+    assert level1["sugg_id"].tolist() == [str(i) for i in range(1, 8)]
+    assert (level1["parent"] == "").all() and (sugg["weight"] == 1.0).all()
+    level2 = sugg[sugg["level"] == 2]
+    assert level2.groupby("parent")["text"].apply(list).to_dict() == {
+        "3": ["deep bass voice"], "4": ["deep bass voice"], "6": ["grilled sea bass"]}  # "very" is a stopword
+    assert level2["sugg_id"].tolist() == ["3.1", "4.1", "6.1"]
+    # the popularity floor: no phrase is in two documents
+    assert build_wordnet_div(MINI, WordnetDivConfig()).suggestions.empty
+
+
+def test_oracle_aspects_read_the_sense_structure(mini):
+    from srdiv.collection.wordnet_oracle import oracle_suggestions
+
+    oracle = oracle_suggestions(read_wordnet(MINI), mini, WordnetDivConfig())
+    level1 = oracle[oracle["level"] == 1]
     # Senses take turns (S1, S2, S3, S1, ...). S3's profile: "bass, basso" + its gloss +
     # basso_profundo's title and gloss = 12 tokens; basso and voice (2/12, in no other
     # profile, df 2) tie and go alphabetically; then adult (1/12, df 1).
     assert level1["text"].tolist() == [
         "bass sea", "bass stringed", "bass basso", "bass fish", "bass instrument", "bass voice",
         "bass marine", "bass bowed", "bass adult", "bass atlantic"]
-    assert level1["sugg_id"].tolist() == [str(i) for i in range(1, 11)]
-    assert (level1["parent"] == "").all() and (sugg["weight"] == 1.0).all()
-    level2 = sugg[sugg["level"] == 2]
-    assert set(level2["parent"]) <= set(level1["sugg_id"])
-    by_parent = level2.groupby("parent")["text"].apply(list).to_dict()
+    by_parent = oracle[oracle["level"] == 2].groupby("parent")["text"].apply(list).to_dict()
     assert by_parent["1"] == ["bass sea striped"]  # "sea bass" minus words already there; then striped bass
     assert by_parent["3"] == ["bass basso profundo"]
     assert by_parent["4"] == ["bass fish sea", "bass fish striped"]  # nearest hyponym first
@@ -147,9 +184,31 @@ def test_cli_builds_with_params_and_card(tmp_path, monkeypatch, capsys):
     main()
     assert "1 queries, 3 subtopics, 12 documents" in capsys.readouterr().out
     coll = load_collection(tmp_path / "coll", with_docs=True)
-    assert (coll.suggestions["level"] == 1).sum() == 4
+    assert (coll.suggestions["level"] == 1).sum() == 0   # the popularity floor of 2 documents
+    assert (conform("suggestions", pd.read_parquet(tmp_path / "coll" / ORACLE_FILE))["level"] == 1).sum() == 4
     card = (tmp_path / "coll" / "README.md").read_text()
     assert "| `n_folds` | `2` |" in card and "| queries | 1 |" in card and "WordNet 3.0 Copyright 2006" in card
+
+
+def test_with_suggestions_swaps_only_the_suggestions(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(sys, "argv", ["srdiv", "collection", "wordnet-div", "--wordnet-dir", str(MINI),
+                                      "--out", str(tmp_path / "coll")])
+    main()
+    oracle = tmp_path / "coll" / ORACLE_FILE
+    monkeypatch.setattr(sys, "argv", ["srdiv", "collection", "with-suggestions", "--source", str(tmp_path / "coll"),
+                                      "--suggestions", str(oracle), "--out", str(tmp_path / "oracle")])
+    main()
+    before, after = (load_collection(tmp_path / d, with_docs=True) for d in ("coll", "oracle"))
+    pd.testing.assert_frame_equal(after.suggestions, conform("suggestions", pd.read_parquet(oracle)))
+    for name in set(TABLES) - {"suggestions"}:
+        pd.testing.assert_frame_equal(getattr(after, name), getattr(before, name))
+    stray = pd.read_parquet(oracle).assign(qid="99")
+    stray.to_parquet(tmp_path / "stray.parquet")
+    monkeypatch.setattr(sys, "argv", ["srdiv", "collection", "with-suggestions", "--source", str(tmp_path / "coll"),
+                                      "--suggestions", str(tmp_path / "stray.parquet"), "--out", str(tmp_path / "bad")])
+    with pytest.raises(SystemExit) as stop:
+        main()
+    assert stop.value.code == 2 and "'99'" in capsys.readouterr().err and not (tmp_path / "bad").exists()
 
 
 def test_cli_missing_wordnet_exits_2(tmp_path, monkeypatch, capsys):
@@ -188,7 +247,9 @@ def test_shipped_copy_is_consistent(shipped):
     level1 = shipped.suggestions[shipped.suggestions["level"] == 1]
     assert level1.groupby("qid").size().max() <= 10
     query = level1["qid"].map(shipped.topics.set_index("qid")["query"])
-    assert (level1["text"].str.split().str[0] == query).all()
+    assert all(q in text.split() for q, text in zip(query, level1["text"]))
+    oracle = conform("suggestions", pd.read_parquet(SHIPPED / ORACLE_FILE))
+    assert set(oracle["qid"]) <= set(shipped.qids) and (oracle["level"] == 1).sum() == 10 * len(shipped.topics)
     assert sum(p.stat().st_size for p in SHIPPED.iterdir()) < 30e6
 
 

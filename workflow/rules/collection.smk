@@ -30,3 +30,19 @@ elif BUILD.get("kind") == "subset":
         shell:
             "srdiv collection subset --source {input} --out {output} --queries {BUILD[queries]}"
             " --folds {BUILD[folds]} --extra-docs {BUILD[extra_docs]} --seed {config[seed]} 2> {log}"
+
+elif BUILD.get("kind") == "with-suggestions":
+
+    rule collection:
+        input:
+            source=BUILD["source"],
+            suggestions=BUILD["suggestions"],
+        output:
+            directory(COLLECTION),
+        params:
+            sections=tracked([f"datasets.{DATASET}"]),
+        log:
+            f"{LOGS}/collection.log",
+        shell:
+            "srdiv collection with-suggestions --source {input.source} --suggestions {input.suggestions}"
+            " --out {output} 2> {log}"

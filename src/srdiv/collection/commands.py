@@ -29,6 +29,22 @@ def subset(
     write_collection(subset_collection(coll, queries, folds, seed, extra_docs), out)
 
 
+@collection_app.command("with-suggestions")
+def with_suggestions(
+    source: Path = typer.Option(..., help="Collection directory."),
+    suggestions: Path = typer.Option(..., help="Parquet table of suggestions (qid, sugg_id, level, parent, text, weight)."),
+    out: Path = typer.Option(..., help="Output collection directory."),
+) -> None:
+    """The collection with its suggestions replaced (e.g. wordnet-div's oracle aspects, a study of their own)."""
+    from dataclasses import replace
+
+    from srdiv.collection.schema import conform, load_collection, write_collection
+    from srdiv.io import read_parquet
+
+    coll = load_collection(source, with_docs=True)
+    write_collection(replace(coll, suggestions=conform("suggestions", read_parquet(suggestions), suggestions)), out)
+
+
 @collection_app.command("trec-web")
 def trec_web(
     source: Path = typer.Option(Path("data/external/trec-web-2009-2012"),
@@ -54,14 +70,18 @@ def wordnet_div(
     params: Optional[list[Path]] = OPTIONAL_PARAMS,
 ) -> None:
     """The open default collection built from WordNet 3.0 (see its data card)."""
-    from srdiv.collection.schema import write_collection
+    from srdiv.collection.schema import conform, write_collection
     from srdiv.collection.wordnet import WordnetDivConfig, build_wordnet_div
-    from srdiv.collection.wordnet_card import data_card
+    from srdiv.collection.wordnet_card import ORACLE_FILE, data_card
+    from srdiv.collection.wordnet_files import read_wordnet
+    from srdiv.collection.wordnet_oracle import oracle_suggestions
     from srdiv.params import load_params
 
     cfg = WordnetDivConfig.from_params(load_params(params) if params else {})
-    coll = build_wordnet_div(wordnet_dir, cfg)
-    write_collection(coll, out, extra={"README.md": data_card(coll, cfg)})
+    wn = read_wordnet(wordnet_dir)
+    coll = build_wordnet_div(wn, cfg)
+    oracle = conform("suggestions", oracle_suggestions(wn, coll, cfg))
+    write_collection(coll, out, extra={"README.md": data_card(coll, cfg), ORACLE_FILE: oracle})
     typer.echo(f"{len(coll.topics)} queries, {len(coll.subtopics)} subtopics, {len(coll.docs)} documents -> {out}")
 
 

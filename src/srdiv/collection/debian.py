@@ -58,7 +58,8 @@ from srdiv.collection.debian_files import (
     verify,
 )
 from srdiv.collection.schema import Collection
-from srdiv.collection.wordnet import doc_text, pagerank, sample_and_fold
+from srdiv.collection.graph import anchor_texts, pagerank
+from srdiv.collection.wordnet import doc_text, sample_and_fold
 from srdiv.index.analysis import s_stem, tokenize, tokenize_many
 from srdiv.index.sparse import FieldIndex, count_matrix
 from srdiv.io import InputError
@@ -228,23 +229,12 @@ def build_docs(ix: Indexes, cfg: DebianFacetsConfig) -> Documents:
     docs = docs[keep].reset_index(drop=True)
     adj = dependency_graph(pk[pk["source"].isin(sources)], sources)
     rank = pagerank(adj, cfg.pagerank_damping)
-    docs["anchor"] = _anchors(adj, sources.to_numpy(), rank, cfg.anchor_links)
+    docs["anchor"] = anchor_texts(adj, sources.to_numpy(), rank, cfg.anchor_links)   # sources are sorted by name
     docs["pagerank"] = rank
     docs["inlinks"] = np.asarray(adj.sum(axis=0)).ravel().astype(np.int64)
     docs["outlinks"] = np.asarray(adj.sum(axis=1)).ravel().astype(np.int64)
     docs = docs[["docno", "title", "body", "anchor", "url", "pagerank", "inlinks", "outlinks"]]
     return Documents(docs, tags[keep].tolist(), int((~keep).sum()))
-
-
-def _anchors(adj: sp.csr_matrix, names: np.ndarray, rank: np.ndarray, limit: int) -> list[str]:
-    """Per document, up to ``limit`` names of the documents linking to it, highest PageRank first (then by name)."""
-    into = adj.T.tocsr()
-    out = []
-    for a, b in zip(into.indptr[:-1], into.indptr[1:]):
-        src = into.indices[a:b]
-        src = src[np.lexsort((src, -rank[src]))][:limit]   # names are sorted, so index order is name order
-        out.append("; ".join(names[src]))
-    return out
 
 
 # ------------------------------------------------------------------ queries

@@ -154,21 +154,25 @@ def check_references(coll: Collection, path: str | os.PathLike = "<collection>")
                          f"'{row['qid']}', which the topic's subtopics lack")
 
 
-def write_collection(coll: Collection, out_dir: str | os.PathLike, extra: dict[str, str] | None = None) -> None:
+def write_collection(coll: Collection, out_dir: str | os.PathLike,
+                     extra: dict[str, str | pd.DataFrame] | None = None) -> None:
     """Write every table of ``coll`` to ``out_dir/<table>.parquet``, the directory as a whole.
 
     The tables are checked (:func:`conform`, :func:`check_references`) and written to a
     temporary directory that replaces ``out_dir`` only when complete, so an interrupt or an
-    error leaves the old collection or the new one, never a mix. ``extra``: text files written
-    with them (``{"README.md": data card}``).
+    error leaves the old collection or the new one, never a mix. ``extra``: files written with
+    them, text or a Parquet table (``{"README.md": data card, "oracle-suggestions.parquet": frame}``).
     """
     tables = {name: conform(name, getattr(coll, name)) for name in TABLES if getattr(coll, name) is not None}
     check_references(Collection(**tables), out_dir)
     with atomic_dir(out_dir, marker="topics.parquet") as tmp:
         for name, df in tables.items():
             write_parquet(df, tmp / f"{name}.parquet")
-        for name, text in (extra or {}).items():
-            write_text(text, tmp / name)
+        for name, content in (extra or {}).items():
+            if isinstance(content, pd.DataFrame):
+                write_parquet(content, tmp / name)
+            else:
+                write_text(content, tmp / name)
 
 
 def load_collection(path: str | os.PathLike, with_docs: bool = False) -> Collection:

@@ -23,7 +23,7 @@ sense in WordNet's hierarchy. Construction, in order (parameters in
 5. **Official subtopics**: the query's first ``max_subtopics`` senses (WordNet
    sense order) with a relevant document in the pool; queries with fewer than
    ``min_subtopics`` are dropped. qrels judge every (subtopic, pooled document).
-6. **Suggestions** (:mod:`srdiv.collection.wordnet_suggest`) and seeded folds.
+6. **Suggestions** from the titles and glosses alone (:mod:`srdiv.collection.suggest`) and seeded folds.
 """
 
 from __future__ import annotations
@@ -37,9 +37,11 @@ import pandas as pd
 import scipy.sparse as sp
 
 from srdiv.collection import settings
+from srdiv.collection.graph import anchor_texts, pagerank
 from srdiv.collection.schema import Collection
+from srdiv.collection.suggest import WORD, CompletionSettings, completion_suggestions, segments
 from srdiv.collection.wordnet_files import LEXNAMES, WordNet, read_wordnet
-from srdiv.index.analysis import tokenize
+from srdiv.index.analysis import STOPWORDS, s_stem, tokenize
 from srdiv.index.sparse import FieldIndex
 from srdiv.io import InputError
 
@@ -70,6 +72,8 @@ class WordnetDivConfig:
     refinements: int = 10               # level-2 suggestions per level-1 suggestion
     refinement_pointers: tuple[str, ...] = ("~", "~i")
     pagerank_damping: float = 0.85
+    anchor_links: int = 50              # titles of linking synsets in a document's anchor
+    suggestion_min_docs: int = 2        # popularity floor of a suggestion (documents holding the phrase)
 
     @classmethod
     def from_params(cls, params: dict) -> "WordnetDivConfig":
@@ -91,40 +95,60 @@ def pointer_graph(wn: WordNet, symbols: tuple[str, ...] | None = None) -> sp.csr
     return adj
 
 
-def pagerank(adj: sp.csr_matrix, damping: float, tol: float = 1e-12, max_iter: int = 200) -> np.ndarray:
-    """``[nodes]`` PageRank by power iteration; dangling nodes spread their mass uniformly."""
-    n = adj.shape[0]
-    out_deg = np.asarray(adj.sum(axis=1)).ravel()
-    walk = sp.diags(np.where(out_deg > 0, 1.0 / np.maximum(out_deg, 1), 0.0)) @ adj.astype(np.float64)
-    walk_t = walk.T.tocsr()
-    rank = np.full(n, 1.0 / n)
-    for _ in range(max_iter):
-        dangling = rank[out_deg == 0].sum()
-        new = (1.0 - damping) / n + damping * (walk_t @ rank + dangling / n)
-        done = np.abs(new - rank).sum() < tol
-        rank = new
-        if done:
-            break
-    return rank
+def gloss_links(wn: WordNet, max_words: int = 3) -> sp.csr_matrix:
+    """Boolean ``[synsets, synsets]``: a synset's gloss names a noun lemma of the other (running-text links).
+
+    Each gloss is cut into segments (:func:`srdiv.collection.suggest.segments`) and read left to
+    right; at each position the longest run of up to ``max_words`` words that is a noun lemma
+    (lower-cased, ``_`` and ``-`` as spaces; the last word may be a plural, by the S-stemmer) is a
+    link to that noun's first WordNet sense, its most frequent one, and reading resumes after it.
+    A single stopword or one-letter word is never a link; links to oneself are dropped. No
+    pointer of the database is read, so the graph is independent of the relevance definition.
+    """
+    first: dict[str, int] = {}
+    for lemma, senses in wn.noun_senses.items():
+        key = " ".join(WORD.findall(lemma.lower().replace("_", " ")))
+        if key and len(key.split()) <= max_words:
+            first.setdefault(key, int(senses[0]))
+    src, dst = [], []
+    for i, gloss in enumerate(wn.synsets["gloss"].tolist()):
+        for words in segments(gloss):
+            k = 0
+            while k < len(words):
+                step, target = 1, None
+                for n in range(min(max_words, len(words) - k), 0, -1):
+                    head, last = words[k:k + n - 1], words[k + n - 1]
+                    if n == 1 and (last in STOPWORDS or len(last) < 2):
+                        continue
+                    target = first.get(" ".join(head + [last]), first.get(" ".join(head + [s_stem(last)])))
+                    if target is not None:
+                        src.append(i)
+                        dst.append(target)
+                        step = n
+                        break
+                k += step
+    n_syn = len(wn.synsets)
+    keep = np.array(src) != np.array(dst)
+    adj = sp.csr_matrix((np.ones(int(keep.sum()), dtype=bool), (np.array(src)[keep], np.array(dst)[keep])),
+                        shape=(n_syn, n_syn))
+    adj.sum_duplicates()
+    return adj
 
 
-def build_docs(wn: WordNet, damping: float) -> pd.DataFrame:
-    """The ``docs`` table: text fields and pointer-graph features, one row per synset."""
+def build_docs(wn: WordNet, cfg: WordnetDivConfig) -> pd.DataFrame:
+    """The ``docs`` table: text fields and link-graph features (:func:`gloss_links`), one row per synset."""
     syn = wn.synsets
     lemmas = syn["lemmas"].tolist()
-    title = [", ".join(ls).replace("_", " ") for ls in lemmas]
-    adj = pointer_graph(wn)
-    into = adj.T.tocsr()  # row = target synset, indices = synsets pointing to it
-    into.sort_indices()
-    anchor_src = np.array(title, dtype=object)[into.indices]
-    anchor = ["; ".join(anchor_src[a:b]) for a, b in zip(into.indptr[:-1], into.indptr[1:])]
+    title = np.array([", ".join(ls).replace("_", " ") for ls in lemmas], dtype=object)
+    adj = gloss_links(wn)
+    rank = pagerank(adj, cfg.pagerank_damping)
     return pd.DataFrame({
         "docno": "wn-" + syn["pos"] + "-" + syn["offset"],
         "title": title,
         "body": syn["gloss"],
-        "anchor": anchor,
+        "anchor": anchor_texts(adj, title, rank, cfg.anchor_links),
         "url": [f"{LEXNAMES[f]}/{ls[0]}" for f, ls in zip(syn["lexfile"], lemmas)],
-        "pagerank": pagerank(adj, damping),
+        "pagerank": rank,
         "inlinks": np.asarray(adj.sum(axis=0)).ravel().astype(np.int64),
         "outlinks": np.asarray(adj.sum(axis=1)).ravel().astype(np.int64),
     })
@@ -188,14 +212,12 @@ def sample_and_fold(n: int, cfg: WordnetDivConfig) -> tuple[np.ndarray, np.ndarr
 
 
 # -------------------------------------------------------------------- build
-def build_wordnet_div(wordnet_dir: str | Path = DEFAULT_WORDNET_DIR,
+def build_wordnet_div(wordnet: str | Path | WordNet = DEFAULT_WORDNET_DIR,
                       cfg: WordnetDivConfig | None = None) -> Collection:
-    """Build the whole collection from the WordNet database under ``wordnet_dir``."""
-    from srdiv.collection.wordnet_suggest import build_suggestions
-
+    """Build the whole collection from a WordNet database (read, or the directory to read it from)."""
     cfg = cfg or WordnetDivConfig()
-    wn = read_wordnet(wordnet_dir)
-    docs = build_docs(wn, cfg.pagerank_damping)
+    wn = wordnet if isinstance(wordnet, WordNet) else read_wordnet(wordnet)
+    docs = build_docs(wn, cfg)
     queries = candidate_queries(wn, cfg)
     words = queries["word"].tolist()
 
@@ -248,9 +270,8 @@ def build_wordnet_div(wordnet_dir: str | Path = DEFAULT_WORDNET_DIR,
     run = pd.DataFrame({"qid": qid_of[run["q"]].to_numpy(), "docno": docs["docno"].to_numpy()[run["doc"]],
                         "rank": run["rank"].to_numpy(), "score": run["score"].to_numpy()})
     folds = pd.DataFrame({"qid": topics["qid"], "fold": fold})
-    kept_senses = senses[senses["q"].isin(kept)]
-    kept_senses = kept_senses.assign(qid=qid_of[kept_senses["q"]].to_numpy(),
-                                     query=queries["word"].to_numpy()[kept_senses["q"]])
-    suggestions = build_suggestions(wn, docs, kept_senses, reach[kept_senses.index.to_numpy()], cfg)
+    suggestions = completion_suggestions(
+        doc_text(docs, ("title", "body")), topics,
+        CompletionSettings(cfg.suggestions, cfg.refinements, cfg.suggestion_min_docs))
     return Collection(topics=topics, subtopics=subtopics, suggestions=suggestions, qrels=qrels,
                       run=run, folds=folds, docs=docs)

@@ -13,6 +13,8 @@ import pandas as pd
 from srdiv.collection.schema import Collection
 from srdiv.collection.wordnet import WordnetDivConfig
 
+ORACLE_FILE = "oracle-suggestions.parquet"
+"""The oracle aspects (:mod:`srdiv.collection.wordnet_oracle`), written beside the tables: a study of their own."""
 CARD_MEASURES = ("alpha_nDCG@5", "alpha_nDCG@10", "alpha_nDCG@20", "ERR_IA@20", "nERR_IA@20",
                  "NRBP", "nNRBP", "P_IA@20", "StRecall@20")
 """Official measures of the initial run reported on the card."""
@@ -140,12 +142,16 @@ this copy.
 
 1. **Documents**: one per synset of every part of speech. `docno` is
    `wn-<pos>-<offset>` (`n`, `v`, `a` (satellites included), `r`); `title` =
-   the lemma names; `body` = the gloss (definition and examples); `anchor` =
-   the titles of the synsets whose pointers reach this one; `url` =
-   lexicographer file / first lemma (`noun.artifact/bass`). `pagerank`
-   (damping {cfg.pagerank_damping}), `inlinks` and `outlinks` come from the
-   pointer graph (distinct synset pairs, self-loops dropped), as the
-   ClueWeb09 link graph gives them for web pages.
+   the lemma names; `body` = the gloss (definition and examples); `url` =
+   lexicographer file / first lemma (`noun.artifact/bass`). Links come from
+   running text, as on the web, and never from WordNet's pointers (whose
+   closure defines relevance): a gloss that names a noun lemma (longest match
+   of up to three words, the last one possibly plural; a lone stopword is not a
+   name) links to that noun's first sense, its most frequent one. `anchor` =
+   the titles of the synsets linking to this one, at most
+   {cfg.anchor_links}, highest PageRank first; `pagerank` (damping
+   {cfg.pagerank_damping}), `inlinks` and `outlinks` come from the same link
+   graph (distinct synset pairs, self-links dropped).
 2. **Queries**: single-word nouns (`[a-z]+`) with at least {cfg.min_senses}
    noun senses spread over at least {cfg.min_lexfiles} lexicographer files;
    `type` = `ambiguous`, `description` = `WordNet noun '<word>'`.
@@ -166,17 +172,18 @@ this copy.
    in the pool, `text` = the sense's gloss; queries with fewer than
    {cfg.min_subtopics} are dropped. `qrels` judge every (subtopic, pooled
    document) pair. `qid`s number the kept queries alphabetically.
-6. **Suggestions** (the analogue of search-engine query suggestions, what the
-   models see): level 1, up to {cfg.suggestions} per query, `<query> <word>`;
-   every noun sense of the query (official or not) has a profile of words from
-   its synset, its subtree (the relevance closure) and its hypernyms' lemma
-   names, and a word's score for a sense is its share in that profile minus
-   its largest share in another sense's profile, times its idf; senses take
-   turns in sense order, each adding its next best word, so senses repeat when
-   there are fewer senses than slots. Level 2, up to {cfg.refinements} per
-   level-1 suggestion: the level-1 string plus the first lemma of a hyponym of
-   its sense (nearest first, then by PageRank). No suggestion carries a sense
-   id or a relevance label; `weight` is uniform.
+6. **Suggestions** (what the models see) come from the titles and glosses
+   alone, as a query log ranks completions by popularity
+   (`srdiv.collection.suggest`): level 1, up to {cfg.suggestions} per query,
+   the two-word phrases `<query> <w>` and `<w> <query>` found within one
+   segment of text (segments end at punctuation), `w` a word of three or more
+   letters, not a stopword, not the query word or its plural, ranked by the
+   number of documents holding the phrase (at least
+   {cfg.suggestion_min_docs}); level 2, up to {cfg.refinements} per level-1
+   suggestion, the three-word phrases extending it by one such word, ranked the
+   same way. No sense, pointer, subtopic or judgment is read, so suggestions
+   repeat dominant senses and miss rare ones, as real suggestions do; `weight`
+   is uniform.
 7. **Folds**: the queries shuffled with seed {cfg.seed} and dealt into
    {cfg.n_folds} folds.
 
@@ -188,6 +195,17 @@ Measured on this copy by `srdiv.collection.wordnet_card.collection_stats`
 | statistic | value |
 |---|---|
 {table}
+
+## Oracle aspects (a study of their own)
+
+`{ORACLE_FILE}` holds the suggestions this collection had before they were
+found to read the judgments' structure (`srdiv.collection.wordnet_oracle`):
+each sense of the query, official or not, takes turns giving its most typical
+word from a profile of its synset, its subtree (the relevance closure) and its
+hypernyms; a level-2 string adds the first lemma of a hyponym of its sense.
+They are near-oracle aspects, the upper bound diversification papers report
+with the official subtopics, and the pipeline reads them only in the
+`wordnet-div-oracle` dataset (`make run-oracle`), never in the main table.
 
 ## Build parameters
 

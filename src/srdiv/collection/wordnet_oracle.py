@@ -1,4 +1,11 @@
-"""Query suggestions of ``wordnet-div``: the analogue of a search engine's suggestions.
+"""Oracle aspects of ``wordnet-div``: suggestions built from the sense structure that defines relevance.
+
+These were the collection's suggestions until they were found to read the
+judgments' own structure (the sense subtrees are the relevance closure, every
+sense gets a turn, and 45.6% of level-2 strings named a relevant pooled
+document). They are kept as a study of their own, "official subtopics as
+aspects", the upper bound that diversification papers report; the collection's
+suggestions come from text alone (:mod:`srdiv.collection.suggest`).
 
 **Level 1** (at most ``suggestions`` per query): strings ``"<query> <word>"``.
 Each noun sense ``k`` of the query (official subtopic or not) has a *profile*:
@@ -22,7 +29,9 @@ string followed by the first lemma of a hyponym of its sense (within
 ``relevance_depth`` steps over ``refinement_pointers``, nearest first, then
 by PageRank), minus words the level-1 string already has.
 
-A suggestion carries no sense id and no relevance label.
+A suggestion carries no sense id and no relevance label; documents are ordered
+by the PageRank of the WordNet pointer graph (every pointer), as when these were
+the collection's suggestions.
 """
 
 from __future__ import annotations
@@ -34,6 +43,8 @@ import numpy as np
 import pandas as pd
 import scipy.sparse as sp
 
+from srdiv.collection.graph import pagerank
+from srdiv.collection.schema import Collection
 from srdiv.collection.wordnet import WordnetDivConfig, pointer_graph, reach_by_depth
 from srdiv.collection.wordnet_files import WordNet
 from srdiv.index.analysis import s_stem, tokenize_many
@@ -80,16 +91,18 @@ def contrast_words(share: sp.csr_matrix, idf: np.ndarray, usable: np.ndarray, li
     return out
 
 
-def build_suggestions(wn: WordNet, docs: pd.DataFrame, senses: pd.DataFrame, reach: sp.csr_matrix,
-                      cfg: WordnetDivConfig) -> pd.DataFrame:
-    """The ``suggestions`` table for ``senses`` (``qid, query, sense, synset``, every noun sense of each kept query).
-
-    ``reach [senses, synsets]`` is each sense's relevance closure.
-    """
+def oracle_suggestions(wn: WordNet, coll: Collection, cfg: WordnetDivConfig) -> pd.DataFrame:
+    """The oracle ``suggestions`` table of a built ``wordnet-div`` (every noun sense of each topic's query)."""
     columns = ["qid", "sugg_id", "level", "parent", "text", "weight"]
+    senses = pd.DataFrame({"qid": coll.topics["qid"], "query": coll.topics["query"],
+                           "synset": [wn.noun_senses[q] for q in coll.topics["query"]]}).explode("synset")
+    senses = senses.astype({"synset": np.int64}).reset_index(drop=True)
     if senses.empty:
         return pd.DataFrame(columns=columns)
     synsets = senses["synset"].to_numpy()
+    levels = reach_by_depth(pointer_graph(wn, cfg.relevance_pointers), synsets, cfg.relevance_depth)
+    reach = sum(levels[1:], levels[0]).tocsr()  # [senses, synsets]: the relevance closure
+    docs = coll.docs.assign(pagerank=pagerank(pointer_graph(wn), cfg.pagerank_damping))
     share, idf, words = _profiles(wn, docs, synsets, reach)
     word_arr = np.array(words, dtype=object)
     vocab = {w: i for i, w in enumerate(words)}
