@@ -84,7 +84,7 @@ test-slow: $(STAMP)
 
 ## the same DAGs through DVC, with the venv's srdiv on the PATH: the main table (dvc.yaml), a study or
 ## another setting (make dvc-repro PIPELINE=pipelines/<name>/dvc.yaml: ablations, ablations-dssa, ablations-daletor, sweeps,
-## desa-ablations, all = make run-all, debian-facets, trec-web), the smoke setting
+## desa-ablations, all = make run-all, debian-facets, oracle, trec-web), the smoke setting
 PIPELINE ?= dvc.yaml
 dvc-repro: $(STAMP)
 	$(BIN)/dvc repro $(PIPELINE)
@@ -101,3 +101,4 @@ dvc-yaml: $(STAMP)
 	$(BIN)/srdiv dvc-yaml --config params.yaml --config config/main.yaml --config config/debian-facets.yaml --wdir ../.. \
 	  --out pipelines/debian-facets/dvc.yaml
 	$(BIN)/srdiv dvc-yaml --config params.yaml --config config/trec-web.yaml --wdir ../.. --out pipelines/trec-web/dvc.yaml
+	$(BIN)/srdiv dvc-yaml --config params.yaml --config config/oracle.yaml --wdir ../.. --out pipelines/oracle/dvc.yaml

@@ -21,6 +21,7 @@ DVC_SETTINGS = [   # as `make dvc-yaml` writes them: (settings, studies, dvc.yam
     ([Path("params.yaml"), Path("config/main.yaml"), Path("config/debian-facets.yaml")], [],
      Path("pipelines/debian-facets/dvc.yaml"), "../.."),
     ([Path("params.yaml"), Path("config/trec-web.yaml")], [], Path("pipelines/trec-web/dvc.yaml"), "../.."),
+    ([Path("params.yaml"), Path("config/oracle.yaml")], [], Path("pipelines/oracle/dvc.yaml"), "../.."),
 ]
 COMPARED_TABLES = ("main", "cutoffs")
 

@@ -196,6 +196,22 @@ Measured on this copy by `srdiv.collection.wordnet_card.collection_stats`
 |---|---|
 {table}
 
+## What the inputs give away, beside TREC
+
+The repository's `docs/leakage.md` measures, for this collection, for its
+oracle aspects, for debian-facets and for the TREC Web Track 2009-2012 (the
+vendored topics, subtopics and Google suggestions; the DSSA release's 13-topic
+feature slice), what the suggestions and relevance features a model reads
+tell about the judgments (method and command on that page). In short:
+suggestions match subtopics and name relevant candidates about as often as
+TREC's do, and far less than the oracle aspects; the anchor field, once the
+strongest shortcut (anchor BM25 per-topic AUC .92 when built from the relevance
+pointers), now separates relevant from non-relevant candidates less than
+TREC's anchor text does, since most candidates have no inlink. With a fixed
+relevance function (figure 4) xQuAD falls below the initial run with these
+suggestions and rises above it with the oracle aspects: the suggestions are
+noisy, as real ones are, and a model must learn which ones to trust.
+
 ## Oracle aspects (a study of their own)
 
 `{ORACLE_FILE}` holds the suggestions this collection had before they were
