@@ -57,8 +57,8 @@ from srdiv.collection.debian_files import (
     sha256,
     verify,
 )
-from srdiv.collection.schema import Collection
 from srdiv.collection.graph import anchor_texts, pagerank
+from srdiv.collection.schema import Collection
 from srdiv.collection.wordnet import doc_text, sample_and_fold
 from srdiv.index.analysis import s_stem, tokenize, tokenize_many
 from srdiv.index.sparse import FieldIndex, count_matrix
