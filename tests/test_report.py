@@ -237,3 +237,14 @@ def test_the_readme_names_the_commit_each_row_was_trained_at(tmp_path):
     assert training_commits(tmp_path, specs) == ["- rows trained at commit `abc1234`: DSSA",
                                                  "- rows trained at commit `def5678`: xQuAD",
                                                  "- rows trained at commit `not recorded`: Old"]
+
+
+def test_learning_curve_mean_stops_where_the_first_fold_stopped():
+    from srdiv.report.plots import common_epochs
+
+    curves = pd.DataFrame({"fold": [1, 1, 1, 2, 2], "epoch": [1, 2, 3, 1, 2],
+                           "loss": [4.0, 3.0, 2.0, 6.0, 5.0], "valid": [0.5, 0.6, 0.9, 0.7, 0.8]})
+    mean = common_epochs(curves)
+    # fold 2 stopped after epoch 2: epoch 3 (fold 1 alone, 0.9) would make the mean jump
+    assert mean.index.tolist() == [1, 2]
+    assert mean["valid"].tolist() == pytest.approx([0.6, 0.7]) and mean["loss"].tolist() == [5.0, 4.0]

@@ -117,23 +117,38 @@ def per_query_differences(metrics: pd.DataFrame, runs: list[str], reference: str
                         None, out_stem, zero_line=True)
 
 
+def common_epochs(curves: pd.DataFrame) -> pd.DataFrame:
+    """Mean ``loss`` and ``valid`` per epoch over the folds, for the epochs every fold reached.
+
+    Folds stop early at different epochs; a mean over the folds still running would jump
+    where one stops, so the mean ends at the shortest fold's last epoch."""
+    last = curves.groupby("fold")["epoch"].max().min()
+    return curves[curves["epoch"] <= last].groupby("epoch")[["loss", "valid"]].mean()
+
+
 def learning_curves(curves: pd.DataFrame, out_stem: Path) -> list[Path]:
     """A panel per run: validation α-nDCG@20 (left axis) and training loss (right axis, the run's own
-    scale), each the mean over folds per epoch; ``curves``: run, fold, epoch, loss, valid."""
+    scale), each fold thin and the mean over folds (:func:`common_epochs`) thick; ``curves``: run,
+    fold, epoch, loss, valid."""
     runs = list(pd.unique(curves["run"]))
     fig, axes = grid(len(runs), 4, (3.6, 2.8), sharey=False)
     for ax, run in zip(axes, runs):
-        mean = curves[curves["run"] == run].groupby("epoch")[["loss", "valid"]].mean()
-        ax.plot(mean.index, mean["valid"], color="tab:blue", linewidth=1.4)
+        own = curves[curves["run"] == run]
+        loss_ax = ax.twinx()
+        for _, fold in own.groupby("fold"):
+            ax.plot(fold["epoch"], fold["valid"], color="tab:blue", linewidth=0.6, alpha=0.35)
+            loss_ax.plot(fold["epoch"], fold["loss"], color="tab:orange", linewidth=0.6, alpha=0.35, linestyle="--")
+        mean = common_epochs(own)
+        ax.plot(mean.index, mean["valid"], color="tab:blue", linewidth=1.6)
+        loss_ax.plot(mean.index, mean["loss"], color="tab:orange", linewidth=1.2, linestyle="--")
         ax.set_title(run, fontsize=10)
         ax.set_xlabel("epoch")
         ax.tick_params(axis="y", labelcolor="tab:blue", labelsize=8)
-        loss_ax = ax.twinx()
-        loss_ax.plot(mean.index, mean["loss"], color="tab:orange", linewidth=1, linestyle="--")
         loss_ax.tick_params(axis="y", labelcolor="tab:orange", labelsize=8)
         ax.grid(alpha=0.3)
     note = ("solid blue, left axis: validation α-nDCG@20; dashed orange, right axis: training loss (each run on "
-            "its own scale); means over folds. " + PAMM_NOTE)
+            "its own scale); thin lines: each fold; thick lines: the mean over folds, up to the last epoch every "
+            "fold reached. " + PAMM_NOTE)
     width = int(fig.get_figwidth() * 14)           # characters of 8-point text across the figure
     fig.tight_layout(rect=(0, 0.1, 1, 1))
     fig.text(0.01, 0.01, textwrap.fill(note, width), fontsize=8, va="bottom")
