@@ -383,6 +383,29 @@ subtopics: other facets, tags too rare in the scope or near duplicates):
 
 {_markdown(choices.facts)}
 
+## What the inputs give away, beside TREC
+
+The repository's `docs/leakage.md` measures, for this collection, for
+wordnet-div and for the TREC Web Track 2009-2012, what the suggestions and
+relevance features a model reads tell about the judgments (method and
+command on that page). The suggestions are phrases of the scope's titles and
+read no tag. Where this collection's figures stand apart from TREC's, the
+reason is its construction, not a path from the judgments to an input:
+
+- *Title features separate relevant candidates better than on TREC.* A
+  document is relevant only inside the query's scope, the packages whose title
+  holds the query word, so a title match is part of what relevance means here,
+  as a Web page about a topic names it in its title; the features read the
+  title's text, not the tags.
+- *Chance levels are higher.* A few tags (`interface::commandline` above all)
+  are subtopics of most queries, so another query's subtopics often share a
+  word with a suggestion; and nearly half the candidates are relevant, so
+  naming a relevant one by chance is likelier than on TREC.
+- *The official subtopics make weak aspects as text.* A subtopic's text is its
+  tag's short description ("Command Line"), whose words seldom occur in
+  package descriptions, so xQuAD gains little from them and the share of the
+  oracle gain (figure 4) says little on this collection.
+
 ## Untagged packages
 
 About half of the binary packages carry no Debtags, so no relevance can be
