@@ -44,8 +44,9 @@ SRC = Path(__file__).resolve().parent
 """The srdiv package's source directory."""
 
 
-def snakemake_jobs(snakefile: Path, configfiles: Sequence[Path], targets: Sequence[str] = ()) -> list:
-    """The jobs of the Snakemake DAG for ``targets`` (default target when empty), in topological order.
+def snakemake_jobs(snakefile: Path, configfiles: Sequence[Path], targets: Sequence[str] = (), cores: int = 1) -> list:
+    """The jobs of the Snakemake DAG for ``targets`` (default target when empty), in topological order
+    (their threads as ``--cores cores`` gives them).
 
     The DAG is built as Snakemake's job processes build it, without checking that the files no rule
     makes are there: a DVC stage may depend on data not on this machine (the licensed DSSA release),
@@ -57,7 +58,7 @@ def snakemake_jobs(snakefile: Path, configfiles: Sequence[Path], targets: Sequen
 
     with SnakemakeApi(OutputSettings(quiet={Quietness.ALL})) as api:
         workflow_api = api.workflow(
-            resource_settings=ResourceSettings(cores=1),
+            resource_settings=ResourceSettings(cores=cores),
             config_settings=ConfigSettings(configfiles=[Path(c).resolve() for c in configfiles]),
             workflow_settings=WorkflowSettings(exec_mode=ExecMode.SUBPROCESS),
             snakefile=snakefile.resolve(),

@@ -1,0 +1,184 @@
+"""Replay the main table's Snakemake DAG with measured per-job times: the expected wall time of a run.
+
+    python scripts/replay_schedule.py [--times docs/job-times.tsv [gpu-job-times/job-times.tsv]] [--cores 2 8 16]
+        [--configfile params.yaml config/main.yaml]
+
+The DAG is Snakemake's own (every job of ``snakemake --forceall`` for the settings, with the threads and
+``gpu`` slots each job declares and the jobs whose outputs it reads). Each job takes its time from
+``--times`` (a TSV written by hand from committed measurements or by ``scripts/gpu_job_times.sh``:
+``rule, row, device, seconds, source``; ``row`` ``*`` for every row, ``device`` ``cpu`` or ``cuda``),
+and the replay starts jobs as Snakemake's scheduler may: a job starts when every job it reads from has
+finished and its threads and ``gpu`` slots fit in what is free (``--cores``, ``--resources gpu=N``).
+Snakemake does not know how long a job takes, so among ready jobs its choice is, for the wall time,
+arbitrary: the replay gives two orders, longest job first and shortest job first, as the good and bad
+end of what a run can give.
+
+Two settings of the pipeline are compared, for each core count, with no GPU (``make run CORES=C``:
+``--resources gpu=C``) and with one (``--cores C --resources gpu=1``):
+
+* ``before``: every train and rank job takes one ``gpu`` slot and a GPU has one slot, and with a GPU
+  every row trains there (``train.device: auto`` before rows had their own device);
+* ``after``: the jobs of rows that run on CUDA (:func:`srdiv.train.job.uses_gpu`) take one of a GPU's
+  ``gpu_jobs`` slots, the other rows' jobs none, and run on the CPU.
+
+A row with no ``cuda`` time in ``--times`` is replayed on a GPU with its CPU time (printed). GPU jobs
+that share a GPU are replayed as if each had it alone; process start and bundle loading are part of each
+job's time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import heapq
+import os
+import platform
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from srdiv.experiment import model_specs
+from srdiv.params import load_params
+from srdiv.train.job import uses_gpu
+from srdiv.workflow import snakemake_jobs
+
+ROOT = Path(__file__).resolve().parents[1]
+
+ROW_RULES = ("train", "rank", "evaluate")
+"""Rules with one job per (row, fold)."""
+
+
+@dataclass
+class Job:
+    """One job of the DAG: its rule, row (per-row rules), threads and the jobs it waits for."""
+
+    name: str
+    rule: str
+    row: str
+    threads: int
+    needs: list[int]
+
+
+def dag(configfiles: list[Path], cores: int) -> list[Job]:
+    """The jobs of the DAG in Snakemake's topological order, each with the indices of the jobs it reads from."""
+    jobs = snakemake_jobs(ROOT / "Snakefile", configfiles, cores=cores)
+    made = {str(path): i for i, job in enumerate(jobs) for path in job.output}
+    out = []
+    for job in jobs:
+        row = job.wildcards.get("model", "") if job.rule.name in ROW_RULES else ""
+        needs = sorted({made[str(path)] for path in job.input if str(path) in made})
+        out.append(Job(f"{job.rule.name} {row} {job.wildcards.get('fold', '')}".strip(), job.rule.name, row,
+                       job.threads, needs))
+    return out
+
+
+def load_times(paths: list[Path]) -> pd.DataFrame:
+    """``rule, row, device, seconds, source`` of every measured (or derived) job time; where two files time
+    the same (rule, row, device), the later file's line is used."""
+    frames = []
+    for path in paths:
+        times = pd.read_csv(path, sep="\t", comment="#", dtype={"row": str})
+        missing = {"rule", "row", "device", "seconds", "source"} - set(times.columns)
+        if missing:
+            sys.exit(f"{path}: missing columns {sorted(missing)}")
+        frames.append(times)
+    return pd.concat(frames, ignore_index=True)
+
+
+def job_seconds(times: pd.DataFrame, job: Job, device: str, fallbacks: set) -> float:
+    """The job's time on ``device``: its row's line, else the rule's ``*`` line; on cuda, else the CPU time."""
+    for dev in ([device, "cpu"] if device == "cuda" else ["cpu"]):
+        for row in (job.row, "*"):
+            hit = times[(times["rule"] == job.rule) & (times["row"] == row) & (times["device"] == dev)]
+            if len(hit):
+                if dev != device:
+                    fallbacks.add(f"{job.rule} {job.row}")
+                return float(hit["seconds"].iloc[-1])
+    raise SystemExit(f"no time for rule {job.rule} (row {job.row or '-'}) on {device} in --times")
+
+
+def replay(jobs: list[Job], seconds: list[float], gpu: list[int], cores: int, slots: int,
+           longest_first: bool) -> tuple[float, float, float]:
+    """Wall time of the DAG, and the first start and last end of its train and rank jobs."""
+    waiting = [len(job.needs) for job in jobs]
+    users = [[] for _ in jobs]
+    for i, job in enumerate(jobs):
+        for j in job.needs:
+            users[j].append(i)
+    ready = [i for i, n in enumerate(waiting) if n == 0]
+    running: list[tuple[float, int]] = []
+    free_cores, free_slots, now = cores, slots, 0.0
+    first, last = float("inf"), 0.0
+    while ready or running:
+        ready.sort(key=lambda i: (-seconds[i] if longest_first else seconds[i], i))
+        for i in list(ready):
+            threads = min(jobs[i].threads, cores)
+            if threads <= free_cores and gpu[i] <= free_slots:
+                ready.remove(i)
+                free_cores -= threads
+                free_slots -= gpu[i]
+                heapq.heappush(running, (now + seconds[i], i))
+                if jobs[i].rule in ("train", "rank"):
+                    first = min(first, now)
+        now, i = heapq.heappop(running)
+        free_cores += min(jobs[i].threads, cores)
+        free_slots += gpu[i]
+        if jobs[i].rule in ("train", "rank"):
+            last = max(last, now)
+        for u in users[i]:
+            waiting[u] -= 1
+            if waiting[u] == 0:
+                ready.append(u)
+    return now, first, last
+
+
+def minutes(s: float) -> str:
+    return f"{s / 60:.1f}"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--times", nargs="+", type=Path, default=[ROOT / "docs" / "job-times.tsv"],
+                        help="TSV files of job times; a later file's line wins")
+    parser.add_argument("--cores", nargs="+", type=int, default=[2, 8, 16])
+    parser.add_argument("--configfile", nargs="+", type=Path, default=[ROOT / "params.yaml", ROOT / "config/main.yaml"])
+    args = parser.parse_args()
+    times = load_times(args.times)
+    params = load_params([str(p) for p in args.configfile])
+    specs = model_specs(params)
+    gpu_jobs = int(params.get("gpu_jobs", 1))
+    fallbacks: set = set()
+    print(f"Replay of {' + '.join(p.name for p in args.configfile)} with the job times of {' + '.join(p.name for p in args.times)} "
+          f"(machine of this replay: {platform.machine()}, {os.cpu_count()} cores; the times are those of the "
+          f"machines named in the file). Minutes: whole DAG (train+rank span), longest / shortest job first.\n")
+    print("| cores | GPU | before: longest first | before: shortest first | after: longest first | after: shortest first |")
+    print("|---:|---|---|---|---|---|")
+    for cores in args.cores:
+        jobs = dag(args.configfile, cores)
+        for has_gpu in (False, True):
+            cells = []
+            for setting in ("before", "after"):
+                on_gpu = [has_gpu and job.rule in ("train", "rank")
+                          and (setting == "before" or uses_gpu(specs[job.row])) for job in jobs]
+                seconds = [job_seconds(times, job, "cuda" if g else "cpu", fallbacks) for job, g in zip(jobs, on_gpu)]
+                if setting == "before":
+                    gpu = [int(job.rule in ("train", "rank")) for job in jobs]
+                else:
+                    gpu = [int(job.rule in ("train", "rank") and uses_gpu(specs[job.row])) for job in jobs]
+                slots = (1 if setting == "before" else gpu_jobs) if has_gpu else cores * (1 if setting == "before" else gpu_jobs)
+                for longest in (True, False):
+                    wall, first, last = replay(jobs, seconds, gpu, cores, slots, longest)
+                    cells.append(f"{minutes(wall)} ({minutes(last - first)})")
+            print(f"| {cores} | {'one' if has_gpu else 'none'} | " + " | ".join(cells) + " |")
+    if fallbacks:
+        by_rule: dict[str, list[str]] = {}
+        for item in sorted(fallbacks):
+            rule, _, row = item.partition(" ")
+            by_rule.setdefault(rule, []).append(row)
+        print(f"\nReplayed on the GPU with their CPU time (no cuda line in --times): "
+              + "; ".join(f"{rule} jobs of {', '.join(rows)}" for rule, rows in by_rule.items()))
+
+
+if __name__ == "__main__":
+    main()
