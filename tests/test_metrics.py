@@ -284,3 +284,27 @@ def test_measure_names_are_ir_measures_names(trec):
     got = ir_measures.calc_aggregate(measures, qrels, scored)
     for m in measures:
         assert got[m] == pytest.approx(ours[str(m)], abs=1e-6), m
+
+
+def test_a_million_line_ranking_is_evaluated_in_memory_proportional_to_the_run():
+    """50 topics x 10 subtopics, one topic ranked a million documents deep: labels as a dense
+    [topics, depth, subtopics] tensor would take 4 GB; the evaluation holds the run, not that."""
+    import tracemalloc
+
+    rng = np.random.default_rng(3)
+    qrels = qrels_frame([(str(q), str(s), f"d{q}-{d}", 1) for q in range(50) for s in range(10)
+                         for d in rng.choice(40, 6, replace=False)])
+    deep = pd.DataFrame({"qid": "0", "docno": [f"d0-{d}" for d in range(1_000_000)]})   # relevant ones in the top 40
+    run = pd.concat([deep, pd.DataFrame({"qid": "1", "docno": [f"d1-{d}" for d in range(30)]})], ignore_index=True)
+    run["rank"] = run.groupby("qid").cumcount() + 1
+    evaluator = DiversityEvaluator(qrels)
+    tracemalloc.start()
+    ours = evaluator.evaluate(run)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert peak < 600e6, f"peak {peak / 1e6:.0f} MB"
+    small = run[run["rank"] <= 20_000]   # pyndeval on a part of it (its own cost), every value equal
+    assert_equal_to_ndeval(evaluator.evaluate(small), ndeval(small, qrels))
+    assert set(ours["qid"]) == {str(q) for q in range(50)}
+    nrbp = ours[(ours["measure"] == "NRBP")].set_index("qid")["value"]
+    assert nrbp["0"] > 0 and nrbp["1"] > 0 and nrbp["2"] == 0

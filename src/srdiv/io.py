@@ -27,7 +27,11 @@ class InputError(Exception):
 def first_misfit(values, integer: bool, low: float = -np.inf, high: float = np.inf) -> int | None:
     """Position of the first value that is not a finite number (a whole one when ``integer``) in
     ``[low, high]``, or None: the check before a value is narrowed to a smaller type."""
-    numbers = pd.to_numeric(pd.Series(values, dtype=object), errors="coerce").to_numpy(np.float64, na_value=np.nan)
+    array = np.asarray(values)
+    if array.dtype.kind in "iuf":   # already numbers: no per-value parsing
+        numbers = array.astype(np.float64)
+    else:
+        numbers = pd.to_numeric(pd.Series(values, dtype=object), errors="coerce").to_numpy(np.float64, na_value=np.nan)
     ok = np.isfinite(numbers)
     if integer:
         ok[ok] = numbers[ok] == np.round(numbers[ok])

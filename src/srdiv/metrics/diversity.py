@@ -3,6 +3,9 @@
 Every function takes subtopic labels of ranked lists, ``ranked [lists, depth,
 subtopics]`` (0/1, row ``r`` is the document at rank ``r + 1``, padding rows
 all zero), and is batched over lists with numpy: no loop over documents.
+Official evaluation (:func:`official_metrics`) takes the same labels as
+``topic, rank, subtopic`` triples of the relevant ones only, so that a run a
+million documents deep costs memory in proportion to the run.
 
 With ``c_s(r)`` the number of documents above rank ``r`` relevant to subtopic
 ``s``, the *novelty gain* of rank ``r`` is (Clarke et al., SIGIR 2008, Eq. 3
@@ -206,27 +209,81 @@ def alpha_ndcg_candidates(ranked: np.ndarray, candidates: np.ndarray, alpha: flo
     return _ratio(alpha_dcg(ranked, alpha, k), alpha_dcg(ideal, alpha, k))
 
 
-def official_metrics(ranked: np.ndarray, ideal: np.ndarray, n_subtopics: np.ndarray | None = None,
+def label_gains(topic: np.ndarray, rank: np.ndarray, col: np.ndarray,
+                alpha: float = ALPHA) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Novelty gains of a run from its relevant labels only: memory in proportion to the run.
+
+    ``topic, rank, col [labels]``: one entry per (ranked document, subtopic it is relevant to), ``rank``
+    from 1. Returns ``topic, rank, gain [docs]`` for each ranked relevant document, ``G(r)`` summed over
+    its subtopics in column order as :func:`novelty_gains` sums the dense row, and ``first [labels]``,
+    whether a label is its subtopic's first in the ranking (in the labels' order).
+    """
+    by_subtopic = np.lexsort((rank, col, topic))
+    t, c, r = topic[by_subtopic], col[by_subtopic], rank[by_subtopic]
+    first = np.r_[True, (t[1:] != t[:-1]) | (c[1:] != c[:-1])] if len(t) else np.zeros(0, bool)
+    index = np.arange(len(t))
+    seen = index - np.maximum.accumulate(np.where(first, index, 0))  # c_s(r): this subtopic's labels above r
+    in_order = np.empty_like(first)
+    in_order[by_subtopic] = first
+    by_rank = np.lexsort((c, r, t))
+    t, r, contribution = t[by_rank], r[by_rank], ((1.0 - alpha) ** seen.astype(np.float64))[by_rank]
+    new_doc = np.flatnonzero(np.r_[True, (t[1:] != t[:-1]) | (r[1:] != r[:-1])]) if len(t) else index
+    return t[new_doc], r[new_doc], np.add.reduceat(contribution, new_doc) if len(t) else contribution, in_order
+
+
+class IdealValues:
+    """The ideal rankings' values the normalised measures divide by, computed once for fixed qrels.
+
+    ``ideal [topics, docs, subtopics]``: labels of :func:`ideal_ranking` over the judged documents.
+    """
+
+    def __init__(self, ideal: np.ndarray, n_subtopics: np.ndarray, alpha: float, beta: float,
+                 cutoffs: tuple[int, ...]):
+        gains = novelty_gains(ideal, alpha)
+        self.n = _n(ideal, n_subtopics)
+        self.dcg = {k: _dcg(gains, k) for k in cutoffs}
+        self.err = {k: _err(gains, k) for k in cutoffs}
+        self.nrbp = _nrbp(gains, alpha, beta, self.n)
+
+
+def official_metrics(topic: np.ndarray, rank: np.ndarray, col: np.ndarray, depth: int, ideal: IdealValues,
                      alpha: float = ALPHA, beta: float = BETA,
                      cutoffs: tuple[int, ...] = CUTOFFS) -> dict[str, np.ndarray]:
-    """Every official measure of ``ranked`` against the ideal ranking's labels ``ideal``.
+    """Every official measure of a run from its relevant labels, in memory proportional to the run.
 
-    ``ranked [lists, depth, subtopics]`` (the whole run, for NRBP),
-    ``ideal [lists, depth', subtopics]`` (:func:`ideal_ranking` over the
-    judged documents), ``n_subtopics [lists]`` (default: from ``ideal``).
-    Returns ``{measure name: [lists]}`` with ir_measures' names
-    (``alpha_nDCG@20``, ``ERR_IA@20``, ``nERR_IA@20``, ``NRBP``, ``nNRBP``,
-    ``P_IA@20``, ``StRecall@20``).
+    ``topic, rank, col [labels]`` as in :func:`label_gains` (topics index ``ideal``'s), ``depth`` the
+    run's longest ranking (NRBP reads the whole of it). Each value equals the dense computation over
+    ``[topics, depth, subtopics]`` labels: the same gains summed in the same order (cumulative sums in
+    rank order; NRBP's sum over each padded row, ``depth`` values at a time). Returns ``{measure name:
+    [topics]}`` with ir_measures' names (``alpha_nDCG@20``, ``ERR_IA@20``, ``nERR_IA@20``, ``NRBP``,
+    ``nNRBP``, ``P_IA@20``, ``StRecall@20``).
     """
-    n = _n(ideal, n_subtopics)
-    run_gains, ideal_gains = novelty_gains(ranked, alpha), novelty_gains(ideal, alpha)
+    n_topics = len(ideal.n)
+    t, r, gain, first = label_gains(topic, rank, col, alpha)
+    dcg_gain = gain * discount(depth)[r - 1]
+    err_gain = gain / np.arange(1, depth + 1)[r - 1]
     out: dict[str, np.ndarray] = {}
     for k in cutoffs:
-        out[f"alpha_nDCG@{k}"] = _ratio(_dcg(run_gains, k), _dcg(ideal_gains, k))
-        out[f"ERR_IA@{k}"] = err_ia(ranked[:, :k], k, alpha, n)
-        out[f"nERR_IA@{k}"] = _ratio(_err(run_gains, k), _err(ideal_gains, k))
-        out[f"P_IA@{k}"] = precision_ia(ranked, k, n)
-        out[f"StRecall@{k}"] = s_recall(ranked, k, n)
-    out["NRBP"] = _nrbp(run_gains, alpha, beta, n)
-    out["nNRBP"] = _ratio(out["NRBP"], _nrbp(ideal_gains, alpha, beta, n))
+        top, label_top = r <= k, rank <= k
+        dcg = np.bincount(t[top], weights=dcg_gain[top], minlength=n_topics)
+        err = np.bincount(t[top], weights=err_gain[top], minlength=n_topics)
+        ranks = np.arange(1, k + 1)
+        ideal_ideal = ((1.0 - alpha) ** (ranks - 1) / ranks).sum()  # every rank covers every intent
+        out[f"alpha_nDCG@{k}"] = _ratio(dcg, ideal.dcg[k])
+        out[f"ERR_IA@{k}"] = _ratio(err, ideal.n * ideal_ideal)
+        out[f"nERR_IA@{k}"] = _ratio(err, ideal.err[k])
+        out[f"P_IA@{k}"] = _ratio(np.bincount(topic[label_top], minlength=n_topics).astype(np.float64), k * ideal.n)
+        out[f"StRecall@{k}"] = _ratio(np.bincount(topic[label_top & first], minlength=n_topics).astype(np.float64),
+                                      ideal.n)
+    powers = beta ** np.arange(depth)
+    total = np.zeros(n_topics)
+    rows = max(1, 2**20 // max(depth, 1))  # padded rows summed a block at a time, as the dense row is summed
+    for lo in range(0, n_topics, rows):
+        block = (t >= lo) & (t < lo + rows)
+        if block.any():
+            dense = np.zeros((min(rows, n_topics - lo), depth))
+            dense[t[block] - lo, r[block] - 1] = gain[block]
+            total[lo:lo + rows] = (dense * powers).sum(axis=1)
+    out["NRBP"] = _ratio((1.0 - (1.0 - alpha) * beta) * total, ideal.n)
+    out["nNRBP"] = _ratio(out["NRBP"], ideal.nrbp)
     return out

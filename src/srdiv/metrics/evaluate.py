@@ -18,7 +18,7 @@ import re
 import numpy as np
 import pandas as pd
 
-from srdiv.metrics.diversity import ALPHA, BETA, CUTOFFS, ideal_ranking, official_metrics, rank_labels
+from srdiv.metrics.diversity import ALPHA, BETA, CUTOFFS, IdealValues, ideal_ranking, official_metrics, rank_labels
 from srdiv.metrics.runs import check_run, order_run
 
 CUTOFF_FAMILIES = ("alpha_nDCG", "ERR_IA", "nERR_IA", "P_IA", "StRecall")
@@ -52,19 +52,54 @@ def qrels_tensor(qrels: pd.DataFrame) -> tuple[list[str], np.ndarray, np.ndarray
     document) and the relevant pairs ``qid, docno, t, col`` (topic index,
     subtopic column) to label a run with.
     """
-    qids = list(pd.unique(qrels["qid"].astype(str)))
-    topic_of = {q: i for i, q in enumerate(qids)}
-    rel = qrels.loc[qrels["rel"] > 0, ["qid", "sid", "docno"]].astype(str).drop_duplicates()
-    rel["t"] = rel["qid"].map(topic_of)
-    rel["col"] = rel.groupby(["t", "sid"], sort=True).ngroup()
-    rel["col"] -= rel.groupby("t")["col"].transform("min")  # subtopic column within its topic
-    docs = rel[["t", "docno"]].drop_duplicates().sort_values(["t", "docno"], ascending=[True, False])
-    docs["row"] = docs.groupby("t").cumcount()
-    rel = rel.merge(docs, on=["t", "docno"])
-    n_subtopics = np.bincount(rel.drop_duplicates(["t", "col"])["t"], minlength=len(qids)).astype(np.float64)
-    labels = np.zeros((len(qids), int(docs["row"].to_numpy().max(initial=-1)) + 1, int(n_subtopics.max(initial=0))))
-    labels[rel["t"], rel["row"], rel["col"]] = 1.0
-    return qids, labels, n_subtopics, rel[["qid", "docno", "t", "col"]]
+    topic, uniques = pd.factorize(qrels["qid"].astype(str))  # topics in qrels order
+    qids = [str(q) for q in uniques]
+    keep = qrels["rel"].to_numpy() > 0
+    t = topic[keep].astype(np.int64)
+    sid, _ = pd.factorize(qrels.loc[keep, "sid"].astype(str), sort=True)
+    doc, docnos = pd.factorize(qrels.loc[keep, "docno"].astype(str), sort=True)
+    t, sid, doc = _unique_rows(t, sid, doc)
+    cols = _unique_rows(t, sid)                          # (topic, subtopic) pairs, subtopics by sid within a topic
+    col_of = _within_topic(cols[0])
+    col = col_of[_lookup(cols, (t, sid))]
+    rows = _unique_rows(t, len(docnos) - 1 - doc)          # a topic's documents by docno descending
+    row = _within_topic(rows[0])[_lookup(rows, (t, len(docnos) - 1 - doc))]
+    n_subtopics = np.bincount(cols[0], minlength=len(qids)).astype(np.float64)
+    labels = np.zeros((len(qids), int(row.max(initial=-1)) + 1, int(n_subtopics.max(initial=0))))
+    labels[t, row, col] = 1.0
+    relevant = pd.DataFrame({"qid": np.array(qids, dtype=object)[t], "docno": np.asarray(docnos, dtype=object)[doc],
+                             "t": t, "col": col})
+    return qids, labels, n_subtopics, relevant
+
+
+def _unique_rows(*columns: np.ndarray) -> tuple[np.ndarray, ...]:
+    """The distinct rows of integer ``columns``, sorted by the first column, then the second, ..."""
+    if not len(columns[0]):
+        return columns
+    order = np.lexsort(columns[::-1])
+    sorted_cols = [c[order] for c in columns]
+    new = np.zeros(len(order), dtype=bool)
+    new[0] = True
+    for c in sorted_cols:
+        new[1:] |= c[1:] != c[:-1]
+    return tuple(c[new] for c in sorted_cols)
+
+
+def _within_topic(topic: np.ndarray) -> np.ndarray:
+    """Position of each entry among those of its topic (``topic`` sorted)."""
+    index = np.arange(len(topic))
+    return index - np.maximum.accumulate(np.where(np.r_[True, topic[1:] != topic[:-1]], index, 0)) if len(topic) else index
+
+
+def _lookup(table: tuple[np.ndarray, ...], rows: tuple[np.ndarray, ...]) -> np.ndarray:
+    """Index in the sorted distinct ``table`` (of :func:`_unique_rows`) of each row of ``rows``."""
+    width = [int(max(c.max(initial=0), r.max(initial=0))) + 1 for c, r in zip(table, rows)]
+    def key(columns):
+        out = np.zeros(len(columns[0]), dtype=np.int64)
+        for c, w in zip(columns, width):
+            out = out * w + c
+        return out
+    return np.searchsorted(key(table), key(rows))
 
 
 class DiversityEvaluator:
@@ -80,23 +115,40 @@ class DiversityEvaluator:
         self.measures = list(MEASURES if measures is None else measures)
         self.cutoffs = measure_cutoffs(self.measures)
         self.alpha, self.beta = alpha, beta
-        self.qids, labels, self.n_subtopics, self.relevant = qrels_tensor(qrels)
-        self.ideal = rank_labels(labels, ideal_ranking(labels, alpha))  # [T, docs, subtopics]
+        self.qids, labels, self.n_subtopics, relevant = qrels_tensor(qrels)
+        self.ideal = IdealValues(rank_labels(labels, ideal_ranking(labels, alpha)), self.n_subtopics, alpha, beta,
+                                 self.cutoffs)
+        # the relevant labels grouped by (topic, document): a run document's labels are found by hash lookups
+        self.topics = pd.Index(self.qids)
+        self.docnos = pd.Index(pd.unique(relevant["docno"]))
+        key = relevant["t"].to_numpy(np.int64) * len(self.docnos) + self.docnos.get_indexer(relevant["docno"])
+        order = np.argsort(key, kind="stable")
+        key = key[order]
+        starts = np.flatnonzero(np.r_[True, key[1:] != key[:-1]])
+        self.pairs = pd.Index(key[starts])
+        self.pair_start, self.pair_count = starts, np.diff(np.r_[starts, len(key)])
+        self.label_topic, self.label_col = relevant["t"].to_numpy()[order], relevant["col"].to_numpy()[order]
 
     def evaluate(self, run: pd.DataFrame) -> pd.DataFrame:
         """Per-query values -> long frame ``qid, measure, value`` for every judged topic.
 
         ``run``: ``qid, docno`` and ``rank`` and/or ``score``, the whole run
-        (NRBP reads past rank 20).
+        (NRBP reads past rank 20). Memory grows with the run, not with topics x depth x subtopics.
         """
         check_run(run)
         ranked_run = order_run(run)
-        ranked_run = ranked_run[ranked_run["qid"].isin(set(self.qids))]
-        hits = ranked_run.merge(self.relevant, on=["qid", "docno"])
-        depth = int(ranked_run["rank"].max()) if len(ranked_run) else 0
-        ranked = np.zeros((len(self.qids), depth, self.ideal.shape[2]))
-        ranked[hits["t"], hits["rank"] - 1, hits["col"]] = 1.0
-        values = official_metrics(ranked, self.ideal, self.n_subtopics, self.alpha, self.beta, self.cutoffs)
+        topic = self.topics.get_indexer(ranked_run["qid"])
+        depth = int(ranked_run["rank"].to_numpy()[topic >= 0].max(initial=0))
+        doc = self.docnos.get_indexer(ranked_run["docno"])
+        pair = np.where((topic >= 0) & (doc >= 0),
+                        self.pairs.get_indexer(topic.astype(np.int64) * len(self.docnos) + doc), -1)
+        hit = np.flatnonzero(pair >= 0)
+        count = self.pair_count[pair[hit]]
+        within = np.arange(count.sum()) - np.repeat(np.cumsum(count) - count, count)
+        label = np.repeat(self.pair_start[pair[hit]], count) + within
+        rank = np.repeat(ranked_run["rank"].to_numpy(np.int64)[hit], count)
+        values = official_metrics(self.label_topic[label], rank, self.label_col[label], depth, self.ideal,
+                                  self.alpha, self.beta, self.cutoffs)
         return pd.DataFrame({
             "qid": np.repeat(np.array(self.qids, dtype=object), len(self.measures)),
             "measure": np.tile(np.array(self.measures, dtype=object), len(self.qids)),
