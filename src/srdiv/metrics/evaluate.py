@@ -43,14 +43,15 @@ def measure_cutoffs(measures: list[str]) -> tuple[int, ...]:
     return tuple(sorted(cutoffs))
 
 
-def qrels_tensor(qrels: pd.DataFrame) -> tuple[list[str], np.ndarray, np.ndarray, pd.DataFrame]:
+def qrels_tensor(qrels: pd.DataFrame) -> tuple[list[str], np.ndarray, np.ndarray, pd.Index, np.ndarray]:
     """Relevant documents of every judged topic as labels, in ndeval's tie order.
 
     Returns ``qids [T]`` (qrels order), ``labels [T, docs, subtopics]`` 0/1
     (each topic's documents relevant to some subtopic, docno descending,
     padding rows zero), ``n_subtopics [T]`` (subtopics with a relevant
-    document) and the relevant pairs ``qid, docno, t, col`` (topic index,
-    subtopic column) to label a run with.
+    document), ``docnos`` (the relevant documents) and ``relevant [3, pairs]``:
+    topic index, ``docnos`` index and subtopic column of every relevant
+    (document, subtopic) pair, to label a run with.
     """
     topic, uniques = pd.factorize(qrels["qid"].astype(str))  # topics in qrels order
     qids = [str(q) for q in uniques]
@@ -67,9 +68,7 @@ def qrels_tensor(qrels: pd.DataFrame) -> tuple[list[str], np.ndarray, np.ndarray
     n_subtopics = np.bincount(cols[0], minlength=len(qids)).astype(np.float64)
     labels = np.zeros((len(qids), int(row.max(initial=-1)) + 1, int(n_subtopics.max(initial=0))))
     labels[t, row, col] = 1.0
-    relevant = pd.DataFrame({"qid": np.array(qids, dtype=object)[t], "docno": np.asarray(docnos, dtype=object)[doc],
-                             "t": t, "col": col})
-    return qids, labels, n_subtopics, relevant
+    return qids, labels, n_subtopics, pd.Index(docnos), np.stack([t, doc, col])
 
 
 def _unique_rows(*columns: np.ndarray) -> tuple[np.ndarray, ...]:
@@ -115,19 +114,18 @@ class DiversityEvaluator:
         self.measures = list(MEASURES if measures is None else measures)
         self.cutoffs = measure_cutoffs(self.measures)
         self.alpha, self.beta = alpha, beta
-        self.qids, labels, self.n_subtopics, relevant = qrels_tensor(qrels)
+        self.qids, labels, self.n_subtopics, self.docnos, (topic, doc, col) = qrels_tensor(qrels)
         self.ideal = IdealValues(rank_labels(labels, ideal_ranking(labels, alpha)), self.n_subtopics, alpha, beta,
                                  self.cutoffs)
         # the relevant labels grouped by (topic, document): a run document's labels are found by hash lookups
         self.topics = pd.Index(self.qids)
-        self.docnos = pd.Index(pd.unique(relevant["docno"]))
-        key = relevant["t"].to_numpy(np.int64) * len(self.docnos) + self.docnos.get_indexer(relevant["docno"])
+        key = topic * len(self.docnos) + doc
         order = np.argsort(key, kind="stable")
         key = key[order]
-        starts = np.flatnonzero(np.r_[True, key[1:] != key[:-1]])
+        starts = np.flatnonzero(np.r_[True, key[1:] != key[:-1]]) if len(key) else key
         self.pairs = pd.Index(key[starts])
         self.pair_start, self.pair_count = starts, np.diff(np.r_[starts, len(key)])
-        self.label_topic, self.label_col = relevant["t"].to_numpy()[order], relevant["col"].to_numpy()[order]
+        self.label_topic, self.label_col = topic[order], col[order]
 
     def evaluate(self, run: pd.DataFrame) -> pd.DataFrame:
         """Per-query values -> long frame ``qid, measure, value`` for every judged topic.
