@@ -5,7 +5,7 @@ VENV   ?= .venv
 BIN     = $(VENV)/bin
 STAMP   = $(VENV)/.srdiv-installed
 CORES  ?= 2
-# gpu=N counts GPUs: the train/rank jobs of rows that run on CUDA take one of each GPU's gpu_jobs slots
+# gpu=N counts GPUs: the train jobs of rows that run on CUDA take one of each GPU's gpu_jobs slots
 # (params.yaml); on a CPU-only machine the cores limit them.
 NGPU   := $(shell nvidia-smi -L 2>/dev/null | grep -c '^GPU')
 GPUS   ?= $(if $(filter-out 0,$(NGPU)),$(NGPU),$(CORES))

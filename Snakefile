@@ -9,8 +9,9 @@
 # rules only call srdiv commands. dvc.yaml is generated from this DAG (make dvc-yaml).
 # With no --configfile that names a setting (its `params_files`), the DAG is the main table: params.yaml
 # with config/main.yaml over it, written to results/wordnet-div/ as `make run` does; a study, another
-# dataset or every row runs only when its file is named. Rows that train on a GPU (`train.device`,
-# `srdiv.train.job.row_device`) take 1/gpu_jobs of the `gpu` resource each, the others none.
+# dataset or every row runs only when its file is named. The train jobs of rows that run on a GPU
+# (`train.device`, `srdiv.train.job.row_device`) take one `gpu` slot each, the others none; `--resources
+# gpu=N` counts GPUs, each with `gpu_jobs` slots (params.yaml).
 
 MAIN_TABLE = "params_files" not in config   # read before params.yaml sets it
 
@@ -30,7 +31,6 @@ include: "workflow/rules/pseudo_docs.smk"
 include: "workflow/rules/features.smk"
 include: "workflow/rules/samples.smk"
 include: "workflow/rules/train.smk"
-include: "workflow/rules/rank.smk"
 include: "workflow/rules/evaluate.smk"
 include: "workflow/rules/report.smk"
 

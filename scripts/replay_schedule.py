@@ -16,10 +16,12 @@ end of what a run can give.
 Two settings of the pipeline are compared, for each core count, with no GPU (``make run CORES=C``:
 ``--resources gpu=C``) and with one (``--cores C --resources gpu=1``):
 
-* ``before``: every train and rank job takes one ``gpu`` slot and a GPU has one slot, and with a GPU
+* ``before``: a rank job of its own after every train job (``srdiv rank``: a process that loads the
+  bundle again), every train and rank job takes one ``gpu`` slot and a GPU has one slot, and with a GPU
   every row trains there (``train.device: auto`` before rows had their own device);
-* ``after``: the jobs of rows that run on CUDA (:func:`srdiv.train.job.uses_gpu`) take one of a GPU's
-  ``gpu_jobs`` slots, the other rows' jobs none, and run on the CPU.
+* ``after``: the train job ranks the test queries itself (``rank_in_train``: the ranking without the
+  process start and bundle load); the jobs of rows that run on CUDA (:func:`srdiv.train.job.uses_gpu`)
+  take one of a GPU's ``gpu_jobs`` slots, the other rows' jobs none, and run on the CPU.
 
 A row with no ``cuda`` time in ``--times`` is replayed on a GPU with its CPU time (printed). GPU jobs
 that share a GPU are replayed as if each had it alone; process start and bundle loading are part of each
@@ -73,6 +75,23 @@ def dag(configfiles: list[Path], cores: int) -> list[Job]:
     return out
 
 
+def with_rank_jobs(jobs: list[Job]) -> list[Job]:
+    """The DAG as it was before the train job ranked: a ``rank`` job after each ``train`` job; a job that
+    read the train job's run (``evaluate``, ``report``) reads the rank job's, one that reads its model (a
+    row with that prior) still the train job's."""
+    out: list[Job] = []
+    model_of: dict[int, int] = {}
+    run_of: dict[int, int] = {}
+    for i, job in enumerate(jobs):
+        made = model_of if job.rule == "train" else run_of
+        out.append(Job(job.name, job.rule, job.row, job.threads, [made.get(j, model_of.get(j)) for j in job.needs]))
+        model_of[i] = run_of[i] = len(out) - 1
+        if job.rule == "train":
+            out.append(Job(job.name.replace("train", "rank", 1), "rank", job.row, 1, [len(out) - 1]))
+            run_of[i] = len(out) - 1
+    return out
+
+
 def load_times(paths: list[Path]) -> pd.DataFrame:
     """``rule, row, device, seconds, source`` of every measured (or derived) job time; where two files time
     the same (rule, row, device), the later file's line is used."""
@@ -100,7 +119,7 @@ def job_seconds(times: pd.DataFrame, job: Job, device: str, fallbacks: set) -> f
 
 def replay(jobs: list[Job], seconds: list[float], gpu: list[int], cores: int, slots: int,
            longest_first: bool) -> tuple[float, float, float]:
-    """Wall time of the DAG, and the first start and last end of its train and rank jobs."""
+    """Wall time of the DAG, and the first start and last end of its train and rank jobs (their span)."""
     waiting = [len(job.needs) for job in jobs]
     users = [[] for _ in jobs]
     for i, job in enumerate(jobs):
@@ -151,26 +170,32 @@ def main() -> None:
     fallbacks: set = set()
     print(f"Replay of {' + '.join(p.name for p in args.configfile)} with the job times of {' + '.join(p.name for p in args.times)} "
           f"(machine of this replay: {platform.machine()}, {os.cpu_count()} cores; the times are those of the "
-          f"machines named in the file). Minutes: whole DAG (train+rank span), longest / shortest job first.\n")
+          f"machines named in the file). Minutes: whole DAG (span of the train and rank jobs), ready jobs started longest / shortest first.\n")
     print("| cores | GPU | before: longest first | before: shortest first | after: longest first | after: shortest first |")
     print("|---:|---|---|---|---|---|")
     for cores in args.cores:
-        jobs = dag(args.configfile, cores)
+        after = dag(args.configfile, cores)
+        dags = {"before": with_rank_jobs(after), "after": after}
         for has_gpu in (False, True):
             cells = []
-            for setting in ("before", "after"):
+            for setting, jobs in dags.items():
                 on_gpu = [has_gpu and job.rule in ("train", "rank")
                           and (setting == "before" or uses_gpu(specs[job.row])) for job in jobs]
                 seconds = [job_seconds(times, job, "cuda" if g else "cpu", fallbacks) for job, g in zip(jobs, on_gpu)]
-                if setting == "before":
-                    gpu = [int(job.rule in ("train", "rank")) for job in jobs]
+                if setting == "after":   # the train job ranks its test fold itself
+                    ranking = Job("", "rank_in_train", "", 1, [])
+                    seconds = [s + (job_seconds(times, ranking, "cpu", fallbacks) if job.rule == "train" else 0.0)
+                               for job, s in zip(jobs, seconds)]
+                    gpu = [int(job.rule == "train" and uses_gpu(specs[job.row])) for job in jobs]
                 else:
-                    gpu = [int(job.rule in ("train", "rank") and uses_gpu(specs[job.row])) for job in jobs]
-                slots = (1 if setting == "before" else gpu_jobs) if has_gpu else cores * (1 if setting == "before" else gpu_jobs)
+                    gpu = [int(job.rule in ("train", "rank")) for job in jobs]
+                per_gpu = 1 if setting == "before" else gpu_jobs
+                slots = per_gpu if has_gpu else cores * per_gpu
                 for longest in (True, False):
                     wall, first, last = replay(jobs, seconds, gpu, cores, slots, longest)
                     cells.append(f"{minutes(wall)} ({minutes(last - first)})")
             print(f"| {cores} | {'one' if has_gpu else 'none'} | " + " | ".join(cells) + " |")
+    print(f"\nJobs: {len(dags['before'])} before, {len(dags['after'])} after.")
     if fallbacks:
         by_rule: dict[str, list[str]] = {}
         for item in sorted(fallbacks):

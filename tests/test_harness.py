@@ -420,6 +420,25 @@ def test_train_command_sets_threads_and_reports_a_missing_gpu_in_one_line(tmp_pa
     assert threads == [3] and not out.exists()
 
 
+def test_train_with_rank_writes_the_run_srdiv_rank_writes(tmp_path, monkeypatch):
+    """``srdiv train --rank`` (one process per trained row, as the pipeline runs it) ranks the test fold
+    from the saved model: the same run file as a separate ``srdiv rank``."""
+    bundle, coll = make_data(folds=2)
+    write_collection(coll, tmp_path / "coll")
+    bundle.save(tmp_path / "bundle.npz")
+    (tmp_path / "params.yaml").write_text(yaml.safe_dump(PARAMS))
+    monkeypatch.setattr(torch, "set_num_threads", lambda n: None)
+    common = ["--fold", "2", "--bundle", str(tmp_path / "bundle.npz"), "--collection", str(tmp_path / "coll")]
+    out, apart = tmp_path / "models" / "ListMLE", tmp_path / "apart"
+    result = CliRunner().invoke(app, ["train", "--model", "ListMLE", *common, "--params", str(tmp_path / "params.yaml"),
+                                      "--out", str(out), "--no-progress", "--rank"])
+    assert result.exit_code == 0, result.output
+    result = CliRunner().invoke(app, ["rank", "--model-dir", str(out), *common, "--out", str(apart)])
+    assert result.exit_code == 0, result.output
+    assert (out / "run.txt").read_bytes() == (apart / "run.txt").read_bytes()
+    assert json.loads((out / "rank.json").read_text())["test_queries"] == json.loads((apart / "rank.json").read_text())["test_queries"]
+
+
 def test_a_training_without_a_progress_bar_logs_one_line_per_epoch(tmp_path, monkeypatch, capsys):
     bundle, coll = make_data(folds=2)
     write_collection(coll, tmp_path / "coll")

@@ -24,3 +24,13 @@ def test_jobs_wait_for_cores_gpu_slots_and_the_jobs_they_read():
     assert replay(jobs, seconds, gpu, cores=1, slots=2, longest_first=False)[0] == 66
     # shortest first on 2 cores, 2 slots: d and c at 10, d ends 15 -> b at 15, ends 45; e 45-46
     assert replay(jobs, seconds, gpu, cores=2, slots=2, longest_first=False) == (46, 10, 45)
+
+
+def test_before_the_train_job_ranked_a_rank_job_followed_it():
+    jobs = [Job("samples", "samples", "", 1, []), Job("train A 1", "train", "A", 1, [0]),
+            Job("train B 1", "train", "B", 1, [0, 1]), Job("evaluate A 1", "evaluate", "A", 1, [1])]
+    before = replay_schedule.with_rank_jobs(jobs)
+    assert [(job.name, job.needs) for job in before] == [
+        ("samples", []), ("train A 1", [0]), ("rank A 1", [1]),
+        ("train B 1", [0, 1]),          # its prior's model, not the prior's run
+        ("rank B 1", [3]), ("evaluate A 1", [2])]

@@ -341,7 +341,7 @@ def job_stages(settings: Sequence[Sequence[Path]], snakefile: Path, wdirs: Seque
     return [[job for _, i, job in jobs.values() if i == index] for index in range(len(settings))]
 
 
-STUDY_RULES = {"train", "rank", "evaluate", "gather", "report"}
+STUDY_RULES = {"train", "evaluate", "gather", "report"}
 """Rules whose outputs a study writes apart from the main run (its models and results)."""
 
 

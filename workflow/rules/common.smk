@@ -96,6 +96,6 @@ if "gpu" in workflow.global_resources and workflow.global_resources["gpu"].value
 
 
 def gpu_share(wildcards):
-    """The ``gpu`` slots of a row's train and rank jobs: 1 for a row that runs on CUDA (``train.device``,
+    """The ``gpu`` slots of a row's train job: 1 for a row that runs on CUDA (``train.device``,
     :func:`srdiv.train.job.row_device`), 0 for a CPU row, which runs on the free cores beside them."""
     return 1 if uses_gpu(SPECS[wildcards.model]) else 0

@@ -1,4 +1,5 @@
-# train: one job per (model row, fold): tune on the validation fold, train, save the chosen model.
+# train: one job per (model row, fold): tune on the validation fold, train, save the chosen model, and rank its
+# trial's test queries with it (a TREC run file) in the same process, the bundle loaded once.
 
 
 def train_inputs(wildcards):
@@ -30,6 +31,8 @@ rule train:
         hparams=f"{MODELS}/{{model}}/fold{{fold}}/hparams.json",
         curve=f"{MODELS}/{{model}}/fold{{fold}}/curve.parquet",
         timings=f"{MODELS}/{{model}}/fold{{fold}}/timings.json",
+        run=f"{MODELS}/{{model}}/fold{{fold}}/run.txt",
+        rank_timings=f"{MODELS}/{{model}}/fold{{fold}}/rank.json",
     params:
         sections=lambda wildcards: tracked(train_sections(wildcards)),
         optional=optional_args,
@@ -43,4 +46,4 @@ rule train:
         f"{MODEL_BENCH}/train/{{model}}-fold{{fold}}.tsv"
     shell:
         "srdiv train --model {wildcards.model} --fold {wildcards.fold} --bundle {input.bundle}"
-        " --collection {input.collection} {params.optional} {PARAMS} --no-progress --threads {threads} --out {params.out} 2> {log}"
+        " --collection {input.collection} {params.optional} {PARAMS} --no-progress --threads {threads} --rank --out {params.out} 2> {log}"

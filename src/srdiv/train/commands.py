@@ -41,6 +41,9 @@ def train(
                                                     "with params.prior), e.g. .../models/ListMLE/fold<k>."),
     progress: bool = typer.Option(True, help="Show a progress bar per training run."),
     threads: int = THREADS,
+    rank_test: bool = typer.Option(False, "--rank", help="Then rank the test queries with the saved model "
+                                                         "(run.txt, rank.json in --out), as srdiv rank does, "
+                                                         "without loading the bundle again."),
 ) -> None:
     """Tune on the validation fold and train one model row; save the chosen model (model.pt)."""
     from srdiv.collection.schema import load_collection
@@ -54,11 +57,14 @@ def train(
     loaded = load_params(params)
     check_rows(loaded, [model], params[-1])
     spec = model_spec(loaded, model)
-    hparams = run_job(spec, Bundle.load(bundle), load_collection(collection), fold, out, seed=loaded.get("seed", 0),
+    data, coll = Bundle.load(bundle), load_collection(collection)
+    hparams = run_job(spec, data, coll, fold, out, seed=loaded.get("seed", 0),
                       samples=Samples.load(samples) if samples else None,
                       prior=Trained.load(prior) if prior else None, progress=progress)
     typer.echo(f"{model} fold {fold}: chosen {hparams['chosen']}, validation "
                f"{hparams['valid_measure']} {hparams['valid']:.4f}", err=True)
+    if rank_test:
+        _rank(Trained.load(out), data, coll, fold, out)
 
 
 def rank(
@@ -72,10 +78,17 @@ def rank(
     """Rank the test queries of trial FOLD with a trained model: a TREC run file."""
     from srdiv.collection.schema import load_collection
     from srdiv.features.bundle import Bundle
-    from srdiv.train.job import Trained, rank_job
+    from srdiv.train.job import Trained
 
     configure_torch(threads)
-    timings = rank_job(Trained.load(model_dir), Bundle.load(bundle), load_collection(collection), fold, out)
+    _rank(Trained.load(model_dir), Bundle.load(bundle), load_collection(collection), fold, out)
+
+
+def _rank(trained, bundle, collection, fold: int, out: Path) -> None:
+    """Rank trial ``fold``'s test queries (:func:`srdiv.train.job.rank_job`) and say how fast."""
+    from srdiv.train.job import rank_job
+
+    timings = rank_job(trained, bundle, collection, fold, out)
     typer.echo(f"rank fold {fold}: {timings['test_queries']} queries, "
                f"{timings['rank_ms_per_query']:.1f} ms per query", err=True)
 
