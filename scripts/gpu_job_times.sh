@@ -6,10 +6,10 @@
 # Runs, from the committed wordnet-div collection (the text stages' inputs travel with the work tree),
 # the main table's DAG for fold 1 as a user's workstation would: `snakemake --cores $(nproc)
 # --resources gpu=1`, the text stages and fold 1's samples first (timed as one phase), then every row's
-# train and rank job of fold 1 (the rows with `gpu_gain` on the GPU, four at a time; the others on the
-# cores). It writes to OUT_DIR:
-#   job-times.tsv   rule, row, device, seconds, source: each train and rank job's wall seconds from its
-#                   Snakemake benchmark record, the device from its timings.json (the replay's --times format)
+# train job of fold 1, which ranks the fold's test queries too (the rows with `gpu_gain` on the GPU, four
+# at a time; the others on the cores). It writes to OUT_DIR:
+#   job-times.tsv   rule, row, device, seconds, source: each train job's wall seconds from its Snakemake
+#                   benchmark record, the device from its timings.json (the replay's --times format)
 #   phases.tsv      wall seconds of the text-stage phase and of the fold-1 training phase
 #   machine.txt     nvidia-smi, CPU model and count, torch version, commit
 #   snakemake-*.log the two Snakemake runs' logs (each job's start and end)
@@ -43,7 +43,7 @@ text=$(python -c "import time; print(round(time.time() - $start, 1))")
 start=$(date +%s.%N)
 snakemake $(for row in $ROWS; do echo "work/wordnet-div/models/$row/fold1/rank.json"; done) $OPTS > "$OUT/snakemake-train.log" 2>&1
 train=$(python -c "import time; print(round(time.time() - $start, 1))")
-printf 'phase\tseconds\tcores\ntext stages and fold-1 samples\t%s\t%s\nfold-1 train and rank jobs\t%s\t%s\n' \
+printf 'phase\tseconds\tcores\ntext stages and fold-1 samples\t%s\t%s\nfold-1 train jobs\t%s\t%s\n' \
     "$text" "$CORES" "$train" "$CORES" > "$OUT/phases.tsv"
 
 python - "$OUT" "$CORES" $ROWS <<'EOF'
@@ -55,10 +55,9 @@ lines = ["rule\trow\tdevice\tseconds\tsource"]
 for row in rows:
     timings = json.loads(Path(f"work/wordnet-div/models/{row}/fold1/timings.json").read_text())
     device = "cuda" if timings["device"].startswith("cuda") else "cpu"
-    for rule in ("train", "rank"):
-        bench = pd.read_csv(f"benchmarks/wordnet-div/{rule}/{row}-fold1.tsv", sep="\t")
-        lines.append(f"{rule}\t{row}\t{device}\t{bench['s'].iloc[0]:.1f}\tgpu_job_times.sh: fold 1, "
-                     f"Snakemake benchmark wall s, --cores {cores} --resources gpu=1 (machine.txt)")
+    bench = pd.read_csv(f"benchmarks/wordnet-div/train/{row}-fold1.tsv", sep="\t")
+    lines.append(f"train\t{row}\t{device}\t{bench['s'].iloc[0]:.1f}\tgpu_job_times.sh: fold 1, train job (ranking "
+                 f"included) Snakemake benchmark wall s, --cores {cores} --resources gpu=1 (machine.txt)")
 (out / "job-times.tsv").write_text("\n".join(lines) + "\n")
 print((out / "job-times.tsv").read_text())
 EOF
