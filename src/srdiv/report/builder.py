@@ -154,7 +154,7 @@ def performance_table(models_dir: Path | None, benchmarks_dir: Path | None, spec
     """Median train seconds and ranking ms per query over folds, with Snakemake benchmark records.
 
     Reads ``<models_dir>/<key>/fold<k>/timings.json`` (``srdiv train``),
-    ``rank.json`` (``srdiv rank``), ``hparams.json`` (the chosen point's best and last epochs)
+    ``rank.json`` (``srdiv train --rank`` or ``srdiv rank``), ``hparams.json`` (the chosen point's best and last epochs)
     and ``<benchmarks_dir>/train/<key>-fold<k>.tsv`` (Snakemake ``benchmark:`` files: wall
     seconds ``s``, peak memory ``max_rss`` in MB). "trained on" counts the folds per training device
     (``timings.json``): train seconds on a GPU and on a CPU are not comparable. A job stopped and

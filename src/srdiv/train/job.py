@@ -81,7 +81,7 @@ def row_device(spec: ModelSpec) -> str:
 
 
 def uses_gpu(spec: ModelSpec) -> bool:
-    """Whether a row's train and rank jobs may run on CUDA (:func:`row_device` ``auto`` or ``cuda[:k]``)."""
+    """Whether a row's train job (which also ranks) may run on CUDA (:func:`row_device` ``auto`` or ``cuda[:k]``)."""
     return row_device(spec) == "auto" or row_device(spec).startswith("cuda")
 
 
