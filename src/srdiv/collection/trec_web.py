@@ -32,16 +32,14 @@ import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 
 from srdiv.collection.schema import Collection
 from srdiv.io import InputError, read_json
-from srdiv.metrics.runs import check_run, order_run, parse_numbers, read_fields, read_trec_run
+from srdiv.metrics.runs import check_run, order_run, read_qrels, read_trec_run
 
 DEFAULT_SOURCE = Path("data/external/trec-web-2009-2012")
 YEARS = (2009, 2010, 2011, 2012)
-QRELS_FIELDS = ("qid", "sid", "docno", "grade")
 
 
 def _text(element: ET.Element | None) -> str:
@@ -73,29 +71,6 @@ def read_topics(path: str | os.PathLike) -> tuple[pd.DataFrame, pd.DataFrame]:
         raise InputError(path, "no <topic> elements")
     return (pd.DataFrame(topics, columns=["qid", "query", "description", "type"]),
             pd.DataFrame(subtopics, columns=["qid", "sid", "text"]))
-
-
-def read_qrels(path: str | os.PathLike, qids: set[str]) -> pd.DataFrame:
-    """Diversity qrels (``qid subtopic docno grade``) -> ``qid, sid, docno, grade, rel``.
-
-    Negative grades (spam) read as 0. A malformed line, an unknown topic or a
-    (qid, subtopic, docno) judged twice raises :class:`InputError` with its line.
-    """
-    frame = read_fields(path, QRELS_FIELDS)
-    sid = parse_numbers(frame, "sid", path, integer=True)
-    grade = parse_numbers(frame, "grade", path, integer=True, bounds=(-128, 127))   # stored as int8
-    problems = {
-        "unknown topic": ~frame["qid"].isin(qids).to_numpy(),
-        "negative subtopic": (sid < 0).to_numpy(),
-        "(qid, subtopic, docno) judged twice": frame.duplicated(["qid", "sid", "docno"]).to_numpy(),
-    }
-    for problem, bad in problems.items():
-        if bad.any():
-            row = frame.iloc[int(np.flatnonzero(bad)[0])]
-            raise InputError(path, f"{problem}: {' '.join(row[list(QRELS_FIELDS)])}", int(row["line"]))
-    grade = grade.clip(lower=0)
-    return pd.DataFrame({"qid": frame["qid"], "sid": sid.astype(str), "docno": frame["docno"],
-                         "grade": grade, "rel": (grade > 0).astype(np.int8)})
 
 
 def read_suggestions(path: str | os.PathLike, qids: set[str]) -> pd.DataFrame:

@@ -14,17 +14,27 @@ def register(app: typer.Typer) -> None:
 
 
 def evaluate(
-    collection: Path = typer.Option(..., help="Collection directory (srdiv collection ... --out DIR writes one)."),
     run: list[Path] = typer.Option(..., help="TREC run file, or a Parquet run table (qid, docno, score[, rank]). "
                                              "Repeat to compare runs: the first is the reference of the paired "
                                              "t-tests."),
     out: Path = typer.Option(..., help="Output Parquet: per-query values, long form run, qid, measure, value."),
+    collection: Optional[Path] = typer.Option(None, help="Collection directory (srdiv collection ... --out DIR "
+                                                         "writes one): its qrels, topics and folds."),
+    qrels: Optional[Path] = typer.Option(None, help="TREC diversity qrels file (qid subtopic docno grade), instead "
+                                                    "of --collection: the topics are the judged ones."),
     by_score: bool = typer.Option(False, "--by-score",
-                                  help="Order by score, ties by docno descending (ndeval -traditional), not by rank."),
-    fold: Optional[int] = typer.Option(None, help="Evaluate only the topics of this fold (a trial's test queries)."),
+                                  help="Order by score, not by the run's ranks; equal scores as --ties says."),
+    ties: str = typer.Option("ndeval", help="With --by-score, the order of equal scores: 'ndeval' (docno "
+                                            "descending: ndeval -traditional, trec_eval) or 'pyndeval' (docno "
+                                            "ascending: ir_measures and pt.Experiment)."),
+    fold: Optional[int] = typer.Option(None, help="Evaluate only the topics of this fold (a trial's test queries; "
+                                                  "needs --collection)."),
     topics: Optional[str] = typer.Option(None, help="Evaluate only these topics: qids and numeric ranges, e.g. "
                                                     "'1-50' (Web Track 2009) or '51,53-60'."),
     alpha: float = typer.Option(0.05, help="Significance level of the paired t-tests (several runs)."),
+    holm: bool = typer.Option(False, "--holm", help="Holm-Bonferroni correction of the paired t-tests over the "
+                                                    "runs compared with the first (as report.holm, pt.Experiment's "
+                                                    "correction='holm')."),
 ) -> None:
     """Per-query official diversity measures of each RUN (ndeval's numbers); prints their means.
 
@@ -33,26 +43,25 @@ def evaluate(
     """
     import pandas as pd
 
-    from srdiv.collection.schema import load_collection
     from srdiv.io import InputError, write_parquet
     from srdiv.metrics.evaluate import DiversityEvaluator
-    from srdiv.metrics.runs import read_run
+    from srdiv.metrics.runs import TIES, read_run
 
-    coll = load_collection(collection)
-    names = run_names(run)
-    qrels = coll.qrels
-    if fold is not None:
-        chosen = set(coll.folds.loc[coll.folds["fold"] == fold, "qid"])
-        if not chosen:
-            raise InputError(collection / "folds.parquet", f"no topic in fold {fold}")
-        qrels = qrels[qrels["qid"].isin(chosen)]
+    if (collection is None) == (qrels is None):
+        raise typer.BadParameter("give exactly one of --collection DIR and --qrels FILE")
+    if ties not in TIES:
+        raise typer.BadParameter(f"'{ties}' is not one of {', '.join(TIES)}", param_hint="--ties")
+    if ties != "ndeval" and not by_score:
+        raise typer.BadParameter("orders equal scores of a run ordered by score: add --by-score", param_hint="--ties")
+    judged, qids, source = judgments(collection, qrels, fold)
     if topics is not None:
-        qrels = qrels[qrels["qid"].isin(topic_list(topics, coll.qids, collection))]
-        if qrels.empty:
-            raise InputError(collection / "qrels.parquet", f"none of the topics {topics} has judgments")
-    evaluator, results, notes = DiversityEvaluator(qrels), [], []
+        judged = judged[judged["qid"].isin(topic_list(topics, qids, source))]
+        if judged.empty:
+            raise InputError(source, f"none of the topics {topics} has judgments")
+    evaluator, results, notes = DiversityEvaluator(judged), [], []
+    names = run_names(run)
     for name, path in zip(names, run):
-        ranked = read_run(path, qids=coll.qids, by_score=by_score)
+        ranked = read_run(path, qids=qids if collection is not None else None, by_score=by_score, ties=ties)
         values = evaluator.evaluate(ranked)
         missing = set(values["qid"]) - set(ranked["qid"])
         if missing:
@@ -62,7 +71,29 @@ def evaluate(
     write_parquet(results, out)
     for note in notes:
         typer.echo(note, err=True)
-    typer.echo(summary(results, names, alpha))
+    typer.echo(summary(results, names, alpha, holm))
+
+
+def judgments(collection: Path | None, qrels: Path | None, fold: int | None):
+    """``(qrels table, topic ids, the file to name in errors)`` from a collection directory (its folds
+    narrowing them to ``fold``) or a TREC diversity qrels file (every judged topic)."""
+    from srdiv.collection.schema import load_collection
+    from srdiv.io import InputError
+    from srdiv.metrics.runs import read_qrels
+
+    if qrels is not None:
+        if fold is not None:
+            raise typer.BadParameter("a qrels file has no folds: use --collection, or --topics", param_hint="--fold")
+        table = read_qrels(qrels)
+        return table, list(dict.fromkeys(table["qid"])), qrels
+    coll = load_collection(collection)
+    table = coll.qrels
+    if fold is not None:
+        chosen = set(coll.folds.loc[coll.folds["fold"] == fold, "qid"])
+        if not chosen:
+            raise InputError(collection / "folds.parquet", f"no topic in fold {fold}")
+        table = table[table["qid"].isin(chosen)]
+    return table, coll.qids, collection / "topics.parquet"
 
 
 def run_names(paths: list[Path]) -> list[str]:
@@ -71,7 +102,7 @@ def run_names(paths: list[Path]) -> list[str]:
     return [stem if stems.count(stem) == 1 else str(p) for stem, p in zip(stems, paths)]
 
 
-def topic_list(spec: str, qids: list[str], collection: Path) -> set[str]:
+def topic_list(spec: str, qids: list[str], source: Path) -> set[str]:
     """``'1-50,53'`` -> the collection's qids named (a range takes the numeric qids within it)."""
     from srdiv.io import InputError
 
@@ -83,14 +114,15 @@ def topic_list(spec: str, qids: list[str], collection: Path) -> set[str]:
         else:
             found = {item} & set(qids)
         if not found:
-            raise InputError(collection / "topics.parquet", f"no topic of the collection matches '{item}'")
+            what = "collection" if source.suffix == ".parquet" else "qrels"
+            raise InputError(source, f"no topic of the {what} matches '{item}'")
         chosen |= found
     return chosen
 
 
-def summary(results, names: list[str], alpha: float) -> str:
+def summary(results, names: list[str], alpha: float, holm: bool = False) -> str:
     """One line per run: topics and the means of the @20 measures (and those without a cut-off),
-    marked against the first run."""
+    marked against the first run (``holm``: Holm-corrected p-values over the runs, per measure)."""
     import pandas as pd
 
     from srdiv.metrics.evaluate import mean_measures
@@ -101,7 +133,7 @@ def summary(results, names: list[str], alpha: float) -> str:
     marks = {}
     for measure in measures:
         wide = results[results["measure"] == measure].pivot(index="qid", columns="run", values="value")
-        p = paired_pvalues(wide, names[0]) if len(names) > 1 else {}
+        p = paired_pvalues(wide, names[0], holm=holm) if len(names) > 1 else {}
         diff = wide.mean() - wide[names[0]].mean()
         marks[measure] = {run: ("▲" if diff[run] > 0 else "▼") if p.get(run, 1.0) < alpha else "" for run in names}
     for name in names:
@@ -109,5 +141,6 @@ def summary(results, names: list[str], alpha: float) -> str:
         topics = results.loc[results["run"] == name, "qid"].nunique()
         lines.append(f"{name}\t{topics}\t" + "\t".join(f"{means[m]:.4f}{marks[m][name]}" for m in measures))
     if len(names) > 1:
-        lines.append(f"▲/▼: significantly better/worse than {names[0]} (paired t-test, p < {alpha})")
+        test = "paired t-test, Holm-corrected p" if holm else "paired t-test, p"
+        lines.append(f"▲/▼: significantly better/worse than {names[0]} ({test} < {alpha})")
     return "\n".join(lines)

@@ -4,8 +4,12 @@ A run frame has the columns ``qid, docno, rank, score`` (PyTerrier's names);
 ``rank`` starts at 1 within each ``qid``. The order of a run is ndeval's:
 
 * by ``rank`` when the run has ranks (ndeval's default; TREC run files always do),
-* otherwise by ``score`` descending, ties broken by ``docno`` descending (the
-  traditional trec_eval order, ndeval's ``-traditional``).
+* otherwise by ``score`` descending, ties broken by ``docno``: descending by default (``ties="ndeval"``,
+  the traditional trec_eval order, ndeval's ``-traditional``: its ``resultCompareByScore``), or ascending
+  (``ties="pyndeval"``: pyndeval sorts every query's ``(docno, score)`` pairs by ``(-score, docno)``, so
+  ir_measures and ``pt.Experiment`` give these numbers).
+
+Diversity qrels (``qid subtopic docno grade``, ndeval's format) are read here too (:func:`read_qrels`).
 """
 
 from __future__ import annotations
@@ -21,6 +25,10 @@ from srdiv.io import InputError, atomic_path, first_misfit, read_parquet
 
 TREC_RUN_FIELDS = ("qid", "Q0", "docno", "rank", "score", "tag")
 RUN_COLUMNS = ("qid", "docno", "rank", "score")
+QRELS_FIELDS = ("qid", "sid", "docno", "grade")
+TIES = {"ndeval": "docno descending (ndeval -traditional, trec_eval)",
+        "pyndeval": "docno ascending (pyndeval: ir_measures, pt.Experiment)"}
+"""How a run ordered by score breaks ties, by the tool whose order it is."""
 
 
 def read_fields(path: str | os.PathLike, names: tuple[str, ...]) -> pd.DataFrame:
@@ -110,17 +118,20 @@ def check_run(run: pd.DataFrame, path: str | os.PathLike = "<run>", qids: Iterab
                                    f"'{run['qid'].iloc[i]}'{_where(run, i)}", _line(run, i))
 
 
-def order_run(run: pd.DataFrame) -> pd.DataFrame:
+def order_run(run: pd.DataFrame, ties: str = "ndeval") -> pd.DataFrame:
     """Sort a run in ndeval's order (see module docstring) and renumber ``rank`` 1..n per qid.
 
+    ``ties`` (a key of :data:`TIES`): the docno order of equal scores in a run without ranks.
     Returns ``qid, docno, rank, score``; a run without scores gets ``score = -rank``.
     """
+    if ties not in TIES:
+        raise ValueError(f"ties must be one of {', '.join(TIES)}, got {ties!r}")
     topic = pd.factorize(run["qid"])[0]  # topics keep their first-appearance order
     if "rank" in run:
         keys = (run["rank"].to_numpy(), topic)
     else:
         docno = pd.factorize(run["docno"], sort=True)[0]
-        keys = (-docno, -run["score"].to_numpy(np.float64), topic)
+        keys = (-docno if ties == "ndeval" else docno, -run["score"].to_numpy(np.float64), topic)
     ordered = run.iloc[np.lexsort(keys)].reset_index(drop=True)
     rank = ordered.groupby("qid", sort=False).cumcount().to_numpy() + 1
     score = ordered["score"].to_numpy(np.float64) if "score" in ordered else -rank.astype(np.float64)
@@ -137,13 +148,15 @@ def read_trec_run(path: str | os.PathLike) -> pd.DataFrame:
     return frame[["qid", "docno", "rank", "score", "line"]]
 
 
-def read_run(path: str | os.PathLike, qids: Iterable[str] | None = None, by_score: bool = False) -> pd.DataFrame:
+def read_run(path: str | os.PathLike, qids: Iterable[str] | None = None, by_score: bool = False,
+             ties: str = "ndeval") -> pd.DataFrame:
     """Read and check a run -> ``qid, docno, rank, score`` in ndeval's order, rank from 1.
 
     ``path`` is a TREC run file or a Parquet table (``.parquet``) with
     ``qid, docno`` and ``score`` and/or ``rank``. With ``qids`` (the
     collection's topics) an unknown qid is an error. ``by_score`` ignores the
-    file's ranks and orders by score (ndeval's ``-traditional``).
+    file's ranks and orders by score, equal scores by ``ties`` (:data:`TIES`;
+    ``"ndeval"`` is ndeval's ``-traditional``).
     """
     path = Path(path)
     if path.suffix == ".parquet":
@@ -162,7 +175,30 @@ def read_run(path: str | os.PathLike, qids: Iterable[str] | None = None, by_scor
             raise InputError(path, "run has no scores to order by")
         run = run.drop(columns="rank", errors="ignore")
     check_run(run, path, qids)
-    return order_run(run)
+    return order_run(run, ties)
+
+
+def read_qrels(path: str | os.PathLike, qids: set[str] | None = None) -> pd.DataFrame:
+    """Diversity qrels (``qid subtopic docno grade``, ndeval's format) -> ``qid, sid, docno, grade, rel``.
+
+    Negative grades (spam) read as 0; ``rel = grade > 0``. A malformed line, a topic not in ``qids``
+    (when given) or a (qid, subtopic, docno) judged twice raises :class:`InputError` with its line.
+    """
+    frame = read_fields(path, QRELS_FIELDS)
+    sid = parse_numbers(frame, "sid", path, integer=True)
+    grade = parse_numbers(frame, "grade", path, integer=True, bounds=(-128, 127))   # stored as int8
+    problems = {
+        "unknown topic": ~frame["qid"].isin(qids).to_numpy() if qids is not None else np.zeros(len(frame), bool),
+        "negative subtopic": (sid < 0).to_numpy(),
+        "(qid, subtopic, docno) judged twice": frame.duplicated(["qid", "sid", "docno"]).to_numpy(),
+    }
+    for problem, bad in problems.items():
+        if bad.any():
+            row = frame.iloc[int(np.flatnonzero(bad)[0])]
+            raise InputError(path, f"{problem}: {' '.join(row[list(QRELS_FIELDS)])}", int(row["line"]))
+    grade = grade.clip(lower=0)
+    return pd.DataFrame({"qid": frame["qid"], "sid": sid.astype(str), "docno": frame["docno"],
+                         "grade": grade, "rel": (grade > 0).astype(np.int8)})
 
 
 def write_trec_run(run: pd.DataFrame, path: str | os.PathLike, tag: str) -> None:
