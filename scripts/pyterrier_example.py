@@ -21,25 +21,15 @@ import sys
 import warnings
 from pathlib import Path
 
-import ir_measures
-import pandas as pd
 import pyterrier as pt
 
 from srdiv import pyterrier as spt
 from srdiv.collection.schema import load_collection
+from srdiv.collection.wordnet import own_entry_pairs
 from srdiv.experiment import model_spec
 from srdiv.params import load_params
 
 ROOT = Path(__file__).resolve().parents[1]
-MEASURES = [ir_measures.parse_measure(m) for m in ("alpha_nDCG@20", "ERR_IA@20", "NRBP", "P_IA@20", "StRecall@20")]
-
-
-def own_entries(docs: pd.DataFrame, topics: pd.DataFrame) -> pd.DataFrame:
-    """``qid, docno`` of the documents (synsets) whose title lists the query word as a lemma."""
-    lemmas = docs["title"].str.lower().str.split(", ").explode()
-    hits = lemmas[lemmas.isin(set(topics["query"]))]
-    found = pd.DataFrame({"query": hits.to_numpy(), "docno": docs["docno"].to_numpy()[hits.index]})
-    return topics.merge(found)[["qid", "docno"]]
 
 
 def main() -> None:
@@ -53,7 +43,7 @@ def main() -> None:
     coll = load_collection(args.collection, with_docs=True)
     topics = spt.topics(coll)
     first_stage = spt.Retriever(coll.docs, fields=("title", "body", "url"), model="lmir", k=50,
-                                exclude=own_entries(coll.docs, topics))
+                                exclude=own_entry_pairs(coll))
     scorer = spt.Retriever(coll.docs, fields=("title", "body", "anchor", "url"), model="bm25")
     systems = {
         "first_stage": first_stage,
@@ -69,19 +59,10 @@ def main() -> None:
         print(f"({args.row} left out: no {rows} or {bundle}; run `make run` first)", file=sys.stderr)
 
     warnings.filterwarnings("ignore", message="There are shared pipeline components")  # the first stage, run 3x
-    table = pt.Experiment(list(systems.values()), topics, spt.qrels(coll), MEASURES, names=list(systems),
+    table = pt.Experiment(list(systems.values()), topics, spt.qrels(coll), spt.MEASURES, names=list(systems),
                           baseline=0, correction="holm")
-    print(marked(table).to_markdown(index=False))
+    print(spt.marked_table(table).to_markdown(index=False))
     print("▲/▼: significantly better/worse than first_stage (paired t-test, Holm-corrected p < 0.05)")
-
-
-def marked(table: pd.DataFrame) -> pd.DataFrame:
-    """Means to 3 places, ▲/▼ where the Holm-corrected test rejects equality with the first row."""
-    out = table[["name"]].copy()
-    for m in map(str, MEASURES):
-        arrow = (table[f"{m} +"] > table[f"{m} -"]).map({True: "▲", False: "▼"}).where(table[f"{m} reject"], "")
-        out[m] = table[m].map("{:.3f}".format) + arrow
-    return out
 
 
 if __name__ == "__main__":

@@ -205,14 +205,39 @@ def test_pt_experiment_scores_as_srdiv_evaluate():
     run = coll.run[coll.run["rank"] <= 50].merge(coll.topics[["qid", "query"]])
 
     def experiment(run):
-        table = pt.Experiment([pt.Transformer.from_df(run)], spt.topics(coll), spt.qrels(coll), spt.MEASURES,
+        table = pt.Experiment([pt.Transformer.from_df(run)], spt.topics(coll), spt.qrels(coll), spt.ALL_MEASURES,
                               names=["Initial"], perquery=True)
         return table.merge(evaluate_run(run, coll.qrels), on=["qid", "measure"], suffixes=("_pt", ""))
 
     both = experiment(run.assign(score=-run["rank"].astype(float)))
-    assert len(both) == len(coll.topics) * len(spt.MEASURES)
+    assert len(both) == len(coll.topics) * len(spt.ALL_MEASURES) and len(spt.ALL_MEASURES) == 17
     np.testing.assert_allclose(both["value_pt"], both["value"], atol=1e-9)
     assert both.loc[both["measure"] == "alpha_nDCG@20", "value"].mean() == pytest.approx(0.5773, abs=5e-5)
     ties = run.sort_values(["qid", "score", "docno"], ascending=[True, False, True])
     both = experiment(ties.assign(rank=ties.groupby("qid").cumcount() + 1))
     np.testing.assert_allclose(both["value_pt"], both["value"], atol=1e-9)
+
+
+def test_the_marked_table_writes_means_and_holm_marks():
+    """The five measures of the main table; ▲/▼ from pt.Experiment's own (Holm-corrected) test against the baseline."""
+    from srdiv.collection.wordnet import own_entry_pairs
+
+    coll = load_collection(ROOT / "data" / "collections" / "wordnet-div", with_docs=True)
+    assert [str(m) for m in spt.MEASURES] == ["ERR_IA@20", "alpha_nDCG@20", "NRBP", "P_IA@20", "StRecall@20"]
+    run = coll.run[coll.run["rank"] <= 50].merge(coll.topics[["qid", "query"]])
+    worse = run.assign(score=run["rank"].astype(float))          # the initial run reversed
+    same = run.assign(score=-run["rank"].astype(float) + 0.5)    # the same order
+    table = pt.Experiment([pt.Transformer.from_df(run.assign(score=-run["rank"].astype(float))),
+                           pt.Transformer.from_df(worse), pt.Transformer.from_df(same)],
+                          spt.topics(coll), spt.qrels(coll), spt.MEASURES, names=["initial", "reversed", "same"],
+                          baseline=0, correction="holm")
+    marked = spt.marked_table(table).set_index("name")
+    assert list(marked.columns) == ["alpha_nDCG@20", "ERR_IA@20", "NRBP", "P_IA@20", "StRecall@20"]
+    assert marked.loc["initial", "alpha_nDCG@20"] == "0.577"
+    assert marked.loc["reversed", "alpha_nDCG@20"].endswith("▼") and not marked.loc["same"].str.contains("▲|▼").any()
+    plain = spt.marked_table(pt.Experiment([pt.Transformer.from_df(worse)], spt.topics(coll), spt.qrels(coll),
+                                           spt.MEASURES, names=["reversed"]))
+    assert not plain.drop(columns="name").stack().str.contains("▲|▼").any()
+    # the pairs the initial run leaves out (the data card's step 4): no run document is one of them
+    left_out = own_entry_pairs(coll)
+    assert len(left_out) >= len(coll.topics) and left_out.merge(coll.run, on=["qid", "docno"]).empty

@@ -15,7 +15,8 @@ Frames follow PyTerrier's conventions: topics ``qid, query``; results ``qid, que
 * :class:`Relevance`: a trained relevance row of the pipeline (ListMLE, the prior of the unsupervised
   rows) over the pipeline's relevance features, as a scorer.
 * :class:`TrainedModel`: any trained row of the pipeline re-ranks the candidates it has features for.
-* :func:`qrels` and :data:`MEASURES` evaluate with ``pt.Experiment`` by ir_measures' names.
+* :func:`qrels` and :data:`MEASURES` (the five of the main table; :data:`ALL_MEASURES`, all seventeen) evaluate
+  with ``pt.Experiment`` by ir_measures' names; :func:`marked_table` formats its result as the tables do.
 
 A frame lacking a column a transformer needs is one :class:`srdiv.io.InputError`.
 """
@@ -43,13 +44,17 @@ from srdiv.metrics.evaluate import MEASURES as MEASURE_NAMES
 from srdiv.models.base import DiversityModel
 from srdiv.models.ranking import rank_bundle, run_frame
 from srdiv.registry import MODELS
+from srdiv.report.builder import MAIN_MEASURES
 from srdiv.text.documents import doc_positions, join_columns, load_docs
 from srdiv.text.embed import read_vectors
 from srdiv.train.folds import fold_queries
 from srdiv.train.job import MODEL_FILE, Trained
 
-MEASURES = [ir_measures.parse_measure(name) for name in MEASURE_NAMES]
-"""srdiv's official measures as ir_measures objects (``alpha_nDCG@20``, ``ERR_IA@20``, ...) for ``pt.Experiment``."""
+MEASURES = [ir_measures.parse_measure(name) for name in MAIN_MEASURES]
+"""The five measures of the main table as ir_measures objects (``ERR_IA@20``, ``alpha_nDCG@20``, ``NRBP``,
+``P_IA@20``, ``StRecall@20``), for ``pt.Experiment``."""
+ALL_MEASURES = [ir_measures.parse_measure(name) for name in MEASURE_NAMES]
+"""Every official measure srdiv computes (``srdiv evaluate``'s seventeen: @5, @10, @20 and NRBP, nNRBP)."""
 
 CPU = torch.device("cpu")
 
@@ -76,6 +81,31 @@ def qrels(collection: Collection | str | os.PathLike) -> pd.DataFrame:
 def topics(collection: Collection | str | os.PathLike) -> pd.DataFrame:
     """The collection's topics as PyTerrier topics ``qid, query``."""
     return as_collection(collection).topics[["qid", "query"]].copy()
+
+
+def marked_table(table: pd.DataFrame, alpha: float = 0.05, digits: int = 3) -> pd.DataFrame:
+    """``pt.Experiment``'s result -> ``name`` and each measure's mean to ``digits`` places (in :data:`ALL_MEASURES`'
+    order), as the report's tables write them: ▲ (▼) where the row's mean is above (below) the ``baseline``'s and its p-value is below ``alpha``.
+
+    The p-value is the one ``pt.Experiment`` computed (paired t-test), after its ``correction`` (e.g. ``"holm"``)
+    when it made one; a row whose test has no p-value (no difference on any query) is not marked, nor is any row
+    of a result without a ``baseline``.
+    """
+    require(table, ["name"], "marked_table input")
+    tails = (" +", " -", " p-value", " reject", " p-value corrected")
+    measures = [c for c in table.columns if c != "name" and not c.endswith(tails)]
+    known = {name: i for i, name in enumerate(MEASURE_NAMES)}      # pt.Experiment's column order varies by run
+    measures.sort(key=lambda m: (known.get(m, len(known)), m))
+    out = table[["name"]].copy()
+    for m in measures:
+        values = table[m].map(f"{{:.{digits}f}}".format)
+        p = table.get(f"{m} p-value corrected", table.get(f"{m} p-value"))
+        if p is not None:
+            baseline = table.loc[table[f"{m} +"].isna(), m].iloc[0]
+            arrow = (table[m] > baseline).map({True: "▲", False: "▼"})
+            values += arrow.where(p.astype(float) < alpha, "")
+        out[m] = values
+    return out
 
 
 def ranked(results: pd.DataFrame) -> pd.DataFrame:

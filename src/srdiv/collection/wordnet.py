@@ -28,6 +28,7 @@ sense in WordNet's hierarchy. Construction, in order (parameters in
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,7 +39,7 @@ import scipy.sparse as sp
 
 from srdiv.collection import settings
 from srdiv.collection.graph import anchor_texts, pagerank
-from srdiv.collection.schema import Collection
+from srdiv.collection.schema import Collection, load_collection
 from srdiv.collection.suggest import WORD, CompletionSettings, completion_suggestions, segments
 from srdiv.collection.wordnet_files import LEXNAMES, WordNet, read_wordnet
 from srdiv.index.analysis import STOPWORDS, s_stem, tokenize
@@ -178,6 +179,18 @@ def own_entries(wn: WordNet, words: list[str]) -> list[np.ndarray]:
     lemma = lemma[lemma["lemma"].isin(set(words))].drop_duplicates()
     groups = lemma.groupby("lemma")["synset"].agg(lambda s: np.sort(s.to_numpy()))
     return [groups[w] for w in words]
+
+
+def own_entry_pairs(collection: Collection | str | os.PathLike) -> pd.DataFrame:
+    """``qid, docno`` of the documents whose title lists the query word as a lemma: what step 4 leaves out of
+    each query's initial run, found from a built collection's ``topics`` and ``docs`` (a directory or loaded)."""
+    coll = collection if isinstance(collection, Collection) else load_collection(collection, with_docs=True)
+    if coll.docs is None:
+        raise InputError(coll.path or "<collection>", "the collection has no docs table (docs.parquet)")
+    lemmas = coll.docs["title"].str.lower().str.split(", ").explode()
+    hits = lemmas[lemmas.isin(set(coll.topics["query"]))]
+    found = pd.DataFrame({"query": hits.to_numpy(), "docno": coll.docs["docno"].to_numpy()[hits.index]})
+    return coll.topics.merge(found)[["qid", "docno"]]
 
 
 def reach_by_depth(adj: sp.csr_matrix, seeds: np.ndarray, depth: int) -> list[sp.csr_matrix]:

@@ -1,0 +1,34 @@
+"""Every Python snippet of the README and the docs runs as written, from the repository root, and every table row
+it prints is in the page beside it (so the numbers shown are the numbers the code gives)."""
+
+import re
+import subprocess
+import sys
+
+import pytest
+
+from conftest import ROOT
+
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+SNIPPET = re.compile(r"^```python\n(.*?)^```$", re.S | re.M)
+
+
+def snippets():
+    for page in PAGES:
+        for i, match in enumerate(SNIPPET.finditer(page.read_text())):
+            yield pytest.param(page, match[1], id=f"{page.relative_to(ROOT)}#{i + 1}")
+
+
+def test_the_pages_hold_snippets():
+    assert list(snippets())
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("page, code", snippets())
+def test_a_snippet_runs_as_written(page, code):
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stderr[-3000:]
+    text = page.read_text()
+    for line in done.stdout.splitlines():
+        if line.startswith("|"):
+            assert line in text, f"{page.name} lacks the printed row {line!r}"
