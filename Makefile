@@ -11,6 +11,8 @@ NGPU   := $(shell nvidia-smi -L 2>/dev/null | grep -c '^GPU')
 GPUS   ?= $(if $(filter-out 0,$(NGPU)),$(NGPU),$(CORES))
 # --rerun-incomplete: jobs that a hard kill (power loss, kill -9) left half-done are run again, not refused.
 SMK     = $(BIN)/snakemake --cores $(CORES) --resources gpu=$(GPUS) --rerun-incomplete
+# Your own overlays after a target's (make smoke CONFIG=my.yaml, or CONFIG="a.yaml b.yaml"): docs/overlays.md.
+CONFIG ?=
 export PATH := $(abspath $(BIN)):$(PATH)
 
 .PHONY: install run run-debian run-ablations run-ablations-dssa run-ablations-daletor run-sweeps run-desa-ablations run-oracle run-all smoke unlock test test-slow dvc-yaml trec dvc-repro dvc-smoke
@@ -27,31 +29,31 @@ install: $(STAMP)
 
 ## the main job on the default collection (wordnet-div): the main table's rows, each at its full budget
 run: $(STAMP)
-	$(SMK) --configfile params.yaml config/main.yaml
+	$(SMK) --configfile params.yaml config/main.yaml $(CONFIG)
 
 ## the main table's rows on the second open collection, debian-facets (results/debian-facets)
 run-debian: $(STAMP)
-	$(SMK) --configfile params.yaml config/main.yaml config/debian-facets.yaml
+	$(SMK) --configfile params.yaml config/main.yaml config/debian-facets.yaml $(CONFIG)
 
 ## HDSSA (Table 10), NTN and MDP-DIV ablation rows at full budget (results/wordnet-div-ablations)
 run-ablations: $(STAMP)
-	$(SMK) --configfile params.yaml config/ablations.yaml
+	$(SMK) --configfile params.yaml config/ablations.yaml $(CONFIG)
 
 ## DALETOR's rows (WWW Tables 3-4) at full budget (results/wordnet-div-ablations-daletor)
 run-ablations-daletor: $(STAMP)
-	$(SMK) --configfile params.yaml config/ablations-daletor.yaml
+	$(SMK) --configfile params.yaml config/ablations-daletor.yaml $(CONFIG)
 
 ## DSSA's ablation rows (TKDE Tables 8-9) at full budget (results/wordnet-div-ablations-dssa)
 run-ablations-dssa: $(STAMP)
-	$(SMK) --configfile params.yaml config/ablations-dssa.yaml
+	$(SMK) --configfile params.yaml config/ablations-dssa.yaml $(CONFIG)
 
 ## DSSA Figure 7 sweeps (permutations N, hidden size U) at full budget (results/wordnet-div-sweeps)
 run-sweeps: $(STAMP)
-	$(SMK) --configfile params.yaml config/sweeps.yaml
+	$(SMK) --configfile params.yaml config/sweeps.yaml $(CONFIG)
 
 ## DESA Table 3 at full budget (results/wordnet-div-desa-ablations; many CPU-hours without a GPU)
 run-desa-ablations: $(STAMP)
-	$(SMK) --configfile params.yaml config/desa-ablations.yaml
+	$(SMK) --configfile params.yaml config/desa-ablations.yaml $(CONFIG)
 
 ## the explicit rows with wordnet-div's oracle aspects as suggestions, an upper bound (results/wordnet-div-oracle)
 run-oracle: $(STAMP)
@@ -59,19 +61,19 @@ run-oracle: $(STAMP)
 
 ## every row of params.yaml in one table, a study of its own (results/wordnet-div-all)
 run-all: $(STAMP)
-	$(SMK) --configfile params.yaml config/all.yaml
+	$(SMK) --configfile params.yaml config/all.yaml $(CONFIG)
 
 ## the whole DAG on ~12 queries, 2 folds, one epoch, a few models (minutes)
 smoke: $(STAMP)
-	$(SMK) --configfile params.yaml config/smoke.yaml
+	$(SMK) --configfile params.yaml config/smoke.yaml $(CONFIG)
 
 ## after a hard kill (power loss, kill -9): release the lock Snakemake left, then `make run` resumes
 unlock: $(STAMP)
-	$(SMK) --unlock --configfile params.yaml config/main.yaml
+	$(SMK) --unlock --configfile params.yaml config/main.yaml $(CONFIG)
 
 ## the TREC Web Track 2009-2012 (needs the DSSA release or your ClueWeb09 text: see README)
 trec: $(STAMP)
-	$(SMK) --configfile params.yaml config/trec-web.yaml
+	$(SMK) --configfile params.yaml config/trec-web.yaml $(CONFIG)
 
 ## the test suite less the end-to-end tests marked slow
 test: $(STAMP)

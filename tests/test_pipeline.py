@@ -222,3 +222,13 @@ def test_smoke_through_snakemake_and_dvc_gives_same_tables(tmp_path):
             a = (results["snakemake"] / "tables" / f"{stem}.{ext}").read_bytes()
             b = (results["dvc"] / "tables" / f"{stem}.{ext}").read_bytes()
             assert a == b, f"{stem}.{ext} differs between Snakemake and DVC"
+    # docs/adding-a-model.md: the template model, one file and one overlay outside the package, joins the smoke
+    # table through `make smoke CONFIG=...` (only its own jobs and the report run: the rest is done)
+    work = tmp_path / "snakemake"
+    out = subprocess.run(["make", "-o", str(BIN.parent / ".srdiv-installed"), "smoke", f"VENV={BIN.parent}",
+                          "CONFIG=examples/linear-xquad.yaml"], capture_output=True, text=True, cwd=work)
+    assert out.returncode == 0, f"{out.stdout[-3000:]}\n{out.stderr[-3000:]}"
+    assert all((work / f"work/wordnet-div-smoke/models/LinearXQuAD/fold{k}/run.txt").exists() for k in (1, 2))
+    row = next(line for line in (results["snakemake"] / "tables" / "main.md").read_text().splitlines()
+               if line.startswith("| LinearXQuAD |"))
+    assert len([cell for cell in row.split("|")[2:-1] if cell.strip().lstrip("*").startswith(".")]) == 5, row

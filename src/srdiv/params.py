@@ -2,11 +2,16 @@
 
 Several files merge left to right (dicts recursively, everything else
 replaced), so ``params.yaml`` + ``config/smoke.yaml`` is the smoke setting.
-Snakemake reads the same files as its config; DVC tracks the same keys.
+A key written ``name+`` extends the list ``name`` of the files before it
+instead of replacing it (``run_models+: [MyModel]`` adds a row to the
+setting's rows). Snakemake reads the same files, merged the same way
+(``workflow/rules/common.smk``); DVC tracks the same keys.
 
 Every file is checked against :data:`SCHEMA` when it is loaded, before any
 work starts: an unknown key, a value of the wrong type or out of range is one
-:class:`~srdiv.io.InputError` naming the file and the dotted key.
+:class:`~srdiv.io.InputError` naming the file and the dotted key. A file's
+``import:`` list names the modules of models and objectives from outside the
+package, imported as it is loaded (:func:`srdiv.registry.import_components`).
 """
 
 from __future__ import annotations
@@ -22,13 +27,26 @@ from typing import Any, Sequence
 import yaml
 
 from srdiv.io import InputError, read_text
+from srdiv.registry import import_components
+
+
+EXTEND = "+"
+"""Suffix of a key whose list extends the list of the same key without it (``run_models+``)."""
 
 
 def merge(base: dict, overlay: dict) -> dict:
-    """Recursive dict merge: ``overlay`` wins; nested dicts merge key by key."""
+    """Recursive dict merge: ``overlay`` wins; nested dicts merge key by key; ``key+: [...]`` appends its
+    items to ``base[key]`` (a list; absent: the items alone), leaving out those already there. A ``key+``
+    over a value that is not a list (``run_models: all``) leaves it as it is: ``all`` holds every row."""
     out = copy.deepcopy(base)
     for key, value in overlay.items():
-        if isinstance(value, dict) and isinstance(out.get(key), dict):
+        if isinstance(key, str) and key.endswith(EXTEND) and isinstance(value, list):
+            name = key[:-len(EXTEND)]
+            current = out.get(name)
+            if current is None or isinstance(current, list):
+                current = list(current or [])
+                out[name] = current + [copy.deepcopy(v) for v in value if v not in current]
+        elif isinstance(value, dict) and isinstance(out.get(key), dict):
             out[key] = merge(out[key], value)
         else:
             out[key] = copy.deepcopy(value)
@@ -204,8 +222,9 @@ _ROW = Check(**{**_record(
     "params": "the model's keywords are model: {name: ..., args: {...}}",
     "objective_params": "the objective's keywords are objective: {name: ..., args: {...}}"}})
 _TABLE_SPEC = _record(title=_NAME, reference=_NAME, runs=_list(_NAME), note=_NAME)
-SCHEMA = _record(
-    seed=_int(0, 2**32 - 1), dataset=_NAME, study=_NAME, params_files=_list(_NAME), folds=_list(_int(1)),
+SCHEMA = Check(**{**_record(
+    seed=_int(0, 2**32 - 1), dataset=_NAME, study=_NAME, folds=_list(_int(1)),
+    **{"import": _list(_NAME)},
     run_models=Check("any", alternatives=(_str("all"), _list(_NAME))), gpu_jobs=_int(1),
     datasets=_table(Check(**{**_record(
         collection=_NAME, representation=_REPRESENTATION, features=_str("text", "dssa-release"),
@@ -230,7 +249,8 @@ SCHEMA = _record(
         ablations=_table(_TABLE_SPEC), per_position=_record(model=_NAME, baseline=_NAME),
         reference_runs=_table(_NAME),
         sweeps=_table(_record(title=_NAME, x=_NAME, runs=_table(_num())))),
-)
+).__dict__, "retired": {
+    "params_files": "not needed any more: the files given (snakemake --configfile, srdiv --params) are the setting"}})
 """Every key ``params.yaml`` and its overlays may hold, with its type and range."""
 
 
@@ -268,7 +288,10 @@ def _problems(value: Any, check: Check, key: str) -> list[str]:
     elif check.kind == "record":
         for name, item in value.items():
             sub = f"{key}.{name}" if key else str(name)
-            if name in check.retired:
+            base = str(name)[:-len(EXTEND)] if str(name).endswith(EXTEND) else None
+            if base is not None and base in check.keys and (lists := _list_checks(check.keys[base])):
+                found += _problems(item, lists[0], sub)
+            elif name in check.retired:
                 found.append(f"'{sub}' is the old form: {check.retired[name]}")
             elif name not in check.keys:
                 found.append(f"unknown key '{sub}' (known: {', '.join(check.keys)})")
@@ -287,6 +310,11 @@ def _problems(value: Any, check: Check, key: str) -> list[str]:
                 found += _problems(item, Check("list", items=_nullable(leaf, False), nonempty=True, nullable=True),
                                    f"{key}.{path}")
     return found
+
+
+def _list_checks(check: Check) -> list[Check]:
+    """The list forms ``check`` accepts (itself, or its list alternatives): what a ``key+`` may hold."""
+    return [c for c in (check.alternatives or (check,)) if c.kind == "list"]
 
 
 def _leaf(check: Check, path: str) -> Check | None:
@@ -337,8 +365,22 @@ def load_params(paths: Sequence[str | os.PathLike] | str | os.PathLike) -> dict[
         if not isinstance(loaded, dict):
             raise InputError(path, "params file must hold a mapping")
         validate(loaded, path)
+        import_components(loaded.get("import") or [], path)
         params = merge(params, loaded)
     return params
+
+
+def setting_files(first: str | os.PathLike, overlays: Sequence[str | os.PathLike]) -> list[str]:
+    """The params files of a setting: ``first`` (the Snakefile's ``configfile``) and the ``overlays`` in order,
+    each once, as paths relative to the working directory where they lie under it (``--params`` of the rules)."""
+    cwd = Path.cwd().resolve()
+    files: list[str] = []
+    for path in [Path(first), *map(Path, overlays)]:
+        full = path.resolve()
+        name = str(full.relative_to(cwd)) if full.is_relative_to(cwd) else str(full)
+        if name not in files:
+            files.append(name)
+    return files
 
 
 def section(params: dict, name: str) -> dict[str, Any]:

@@ -1,10 +1,33 @@
-"""Small name -> class registries (models, objectives), as in ir_measures / allRank."""
+"""Small name -> class registries (models, objectives), as in ir_measures / allRank.
+
+srdiv's own components register when ``srdiv.models`` and ``srdiv.objectives`` are imported. Components
+from outside the package register the same way (``@MODELS.register("name")``) in a module of their own,
+which srdiv imports from either of two places:
+
+* an ``import:`` list in a params file: module names (``my_package.my_model``) or Python files
+  (``models/my_model.py``, relative to the directory srdiv runs in), imported when the file is loaded
+  (:func:`import_components`, called by :func:`srdiv.params.load_params`);
+* the entry point group :data:`ENTRY_POINT_GROUP` of an installed distribution (``[project.entry-points.
+  "srdiv.components"] my_model = "my_package.my_model"``), imported the first time a registry is asked
+  for a name.
+"""
 
 from __future__ import annotations
 
+import importlib
+import importlib.util
+import os
+import sys
+from importlib.metadata import entry_points
+from pathlib import Path
 from typing import Callable, Generic, TypeVar
 
+from srdiv.io import InputError
+
 T = TypeVar("T")
+
+ENTRY_POINT_GROUP = "srdiv.components"
+"""Entry point group whose entries name modules that register models or objectives when imported."""
 
 
 class Registry(Generic[T]):
@@ -24,6 +47,7 @@ class Registry(Generic[T]):
         return deco
 
     def get(self, name: str) -> T:
+        load_entry_points()
         try:
             return self._items[name]
         except KeyError:
@@ -31,6 +55,7 @@ class Registry(Generic[T]):
             raise KeyError(f"unknown {self.kind} '{name}' (known: {known})") from None
 
     def names(self) -> list[str]:
+        load_entry_points()
         return sorted(self._items)
 
 
@@ -39,3 +64,57 @@ MODELS: Registry = Registry("model")
 
 OBJECTIVES: Registry = Registry("objective")
 """Training objectives / losses, each a :class:`srdiv.objectives.base.Objective`."""
+
+_entry_points_loaded = False
+
+
+def load_entry_points() -> None:
+    """Import, once, every module of the :data:`ENTRY_POINT_GROUP` entry points (their components register)."""
+    global _entry_points_loaded
+    if _entry_points_loaded:
+        return
+    _entry_points_loaded = True
+    for point in entry_points(group=ENTRY_POINT_GROUP):
+        try:
+            point.load()
+        except Exception as err:
+            raise InputError(f"entry point {ENTRY_POINT_GROUP}:{point.name}",
+                             f"cannot import '{point.value}': {type(err).__name__}: {err}") from None
+
+
+def import_components(names: list[str], where: str | os.PathLike) -> None:
+    """Import the modules named by a params file's ``import:`` list (``where``), each once per process.
+
+    A name ending in ``.py`` is a file (relative to the working directory), imported as a module named after
+    its stem; any other name is a module on the Python path. A name that cannot be imported, or a module
+    that fails on import, is one :class:`InputError` naming ``where``.
+    """
+    for name in names:
+        try:
+            if name.endswith(".py"):
+                _import_file(Path(name))
+            else:
+                importlib.import_module(name)
+        except InputError:
+            raise
+        except Exception as err:
+            raise InputError(where, f"import: cannot import '{name}': {type(err).__name__}: {err}") from None
+
+
+def _import_file(path: Path) -> None:
+    """Import the Python file ``path`` as the module ``path.stem`` (unless that module is this file already)."""
+    if not path.is_file():
+        raise FileNotFoundError(f"no such file {path} (relative to {Path.cwd()})")
+    loaded = sys.modules.get(path.stem)
+    if loaded is not None:
+        if Path(getattr(loaded, "__file__", "") or "").resolve() == path.resolve():
+            return
+        raise ImportError(f"a different module named '{path.stem}' is already imported ({loaded.__file__})")
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[path.stem] = module
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        del sys.modules[path.stem]
+        raise

@@ -32,7 +32,7 @@ import yaml
 
 from srdiv.experiment import model_specs
 from srdiv.io import write_text
-from srdiv.params import lineage, load_params, lookup
+from srdiv.params import lineage, load_params, lookup, setting_files
 from srdiv.sampling.samples import samples_key
 
 _ABSENT = object()
@@ -307,9 +307,9 @@ def _loop(jobs: list[JobStage], shape: dict) -> dict:
     return {"foreach": {"-".join(map(str, item.values())).replace("/", "-"): item for item in items}, "do": shape}
 
 
-def params_args(params: dict) -> str:
+def params_args(configfiles: Sequence[Path]) -> str:
     """The ``--params`` options the rules give every command (``PARAMS`` in ``common.smk``)."""
-    return " ".join(f"--params {p}" for p in params["params_files"])
+    return " ".join(f"--params {p}" for p in setting_files("params.yaml", configfiles))
 
 
 def job_stages(settings: Sequence[Sequence[Path]], snakefile: Path, wdirs: Sequence[str | None]) -> list[list[JobStage]]:
@@ -334,7 +334,7 @@ def job_stages(settings: Sequence[Sequence[Path]], snakefile: Path, wdirs: Seque
             own = job.rule.name in STUDY_RULES
             stage = job_stage(job, configs if own else first[0], wdir, modules)
             if not own:    # as the first setting runs it
-                stage["cmd"] = stage["cmd"].replace(params_args(merged), params_args(first[1]))
+                stage["cmd"] = stage["cmd"].replace(params_args(configfiles), params_args([c for c, _ in first[0]]))
             values = item_values(job)
             jobs[out] = (values_read, index, JobStage(job.rule.name, study if own else "", values, stage,
                                                       job_labels(values, rows)))

@@ -1,15 +1,20 @@
 # Names shared by the rules: the dataset, its paths, the model rows and folds to run.
 
 from srdiv.sampling.samples import samples_key
-from srdiv.params import lineage, load_params, lookup, validate
+from srdiv.params import lineage, load_params, lookup, merge, setting_files, validate
 from srdiv.experiment import model_specs, run_rows
 from srdiv.metrics.gather import reference_runs
 from srdiv.train.job import check_rows, uses_gpu
 
-# Every params file is checked against srdiv's schema (and the merged config, with any --config
-# values) before the DAG is built: a misspelt key or an out-of-range value stops here.
-load_params(config.get("params_files") or ["params.yaml"])
-validate(config, " + ".join(config.get("params_files") or ["params.yaml"]))
+# The setting is params.yaml and the --configfile overlays, in order, merged as every srdiv command merges
+# them (`run_models+` extends a list; an overlay's `import:` registers its components), then any --config
+# values. Every file is checked against srdiv's schema (and the merged config) before the DAG is built: a
+# misspelt key or an out-of-range value stops here.
+PARAMS_FILES = setting_files("params.yaml", workflow.config_settings.configfiles)
+_merged = merge(load_params(PARAMS_FILES), dict(workflow.config_settings.config))
+config.clear()
+config.update(_merged)
+validate(config, " + ".join(PARAMS_FILES))
 DATASET = config["dataset"]
 DS = config["datasets"][DATASET]
 WORK = f"work/{DATASET}"
@@ -24,17 +29,18 @@ MODEL_LOGS = f"logs/{NAME}"
 MODEL_BENCH = f"benchmarks/{NAME}"
 RESULTS = f"results/{NAME}"
 COLLECTION = DS["collection"]
-PARAMS = " ".join(f"--params {p}" for p in config["params_files"])
+PARAMS = " ".join(f"--params {p}" for p in PARAMS_FILES)
 DOCS = f"--docs {DS['docs']}" if DS.get("docs") else ""
 DOCS_INPUT = [DS["docs"]] if DS.get("docs") else []
 FEATURES_FROM = DS.get("features", "text")  # text | dssa-release
 DEFAULT_REPR = DS.get("representation", "doc2vec")
 ROWS = run_rows(config)
-check_rows(config, ROWS, " + ".join(config["params_files"]))   # a misspelt row fails here, before any job
+check_rows(config, ROWS, " + ".join(PARAMS_FILES))   # a misspelt row fails here, before any job
 SPECS = model_specs(config)   # rows with `extends` resolved, parsed
 REFERENCE_RUNS = {name: str(path) for name, path in reference_runs(config).items()}
 REFERENCES = f"{WORK}/reference_runs"
 FOLDS = [int(f) for f in config["folds"]]
+COMPONENT_FILES = [f for f in config.get("import") or [] if f.endswith(".py")]   # a user's models and objectives
 
 wildcard_constraints:
     fold=r"\d+",

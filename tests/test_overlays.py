@@ -1,0 +1,106 @@
+"""Overlays as users write them: lists extended with ``key+``, no self-listing, components imported from outside
+the package (``import:`` and the entry point group), each mistake one line naming the file."""
+
+import os
+import subprocess
+import sys
+import textwrap
+from importlib.metadata import EntryPoint
+
+import pytest
+
+import srdiv.registry as registry
+from conftest import BIN, ROOT
+from srdiv.experiment import run_rows
+from srdiv.io import InputError
+from srdiv.params import load_params, merge, setting_files
+from srdiv.registry import MODELS, import_components
+
+
+def test_a_plus_key_extends_the_list_before_it():
+    base = {"run_models": ["A", "B"], "folds": [1], "report": {"ablations": {"x": {"runs": ["A"]}}}}
+    out = merge(base, {"run_models+": ["C", "A"], "folds+": [2], "report": {"ablations": {"x": {"runs+": ["Z"]}}}})
+    assert out == {"run_models": ["A", "B", "C"], "folds": [1, 2], "report": {"ablations": {"x": {"runs": ["A", "Z"]}}}}
+    assert merge({"run_models": "all"}, {"run_models+": ["C"]}) == {"run_models": "all"}
+    assert merge({}, {"import+": ["a.py"]}) == {"import": ["a.py"]}
+    assert merge(out, {"run_models": ["Q"]})["run_models"] == ["Q"]           # without the +: replaced
+
+
+def test_overlays_extend_rows_and_need_not_list_themselves(tmp_path, monkeypatch):
+    monkeypatch.chdir(ROOT)
+    mine = tmp_path / "mine.yaml"
+    mine.write_text("models:\n  Mine: {extends: ListMLE}\nrun_models+: [Mine]\n")
+    params = load_params(["params.yaml", "config/smoke.yaml", mine])
+    assert run_rows(params) == ["Initial", "ListMLE", "xQuAD", "DSSA", "DESA", "Mine"]
+    assert "params_files" not in params
+
+
+@pytest.mark.parametrize("text, why", [
+    ("run_models+: Mine\n", "'run_models+' must be a list, got 'Mine'"),
+    ("seed+: [1]\n", "unknown key 'seed+'"),
+    ("params_files: [params.yaml, mine.yaml]\n", "'params_files' is the old form: not needed any more"),
+    ("import: [nowhere/my_model.py]\n", "import: cannot import 'nowhere/my_model.py': FileNotFoundError"),
+    ("import: [no_such_module_xyz]\n", "import: cannot import 'no_such_module_xyz': ModuleNotFoundError"),
+    ("import: [broken.py]\n", "import: cannot import 'broken.py': ZeroDivisionError"),
+])
+def test_a_bad_overlay_is_one_error_naming_it(tmp_path, monkeypatch, text, why):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "broken.py").write_text("1 / 0\n")
+    (tmp_path / "mine.yaml").write_text(text)
+    with pytest.raises(InputError, match="mine.yaml") as err:
+        load_params([tmp_path / "mine.yaml"])
+    assert why in str(err.value)
+    assert "broken" not in sys.modules
+
+
+def test_an_imported_file_registers_once(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "overlay_model_a.py").write_text(textwrap.dedent("""
+        from srdiv.models.listmle import ListMLE
+        from srdiv.registry import MODELS
+        MODELS.register("overlay-model-a")(type("OverlayModelA", (ListMLE,), {}))
+    """))
+    import_components(["overlay_model_a.py"], "mine.yaml")
+    import_components(["overlay_model_a.py"], "other.yaml")        # the same file again: not registered twice
+    assert MODELS.get("overlay-model-a").__name__ == "OverlayModelA"
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "overlay_model_a.py").write_text("")
+    with pytest.raises(InputError, match="a different module named 'overlay_model_a' is already imported"):
+        import_components(["sub/overlay_model_a.py"], "mine.yaml")
+
+
+def test_entry_points_register_components(tmp_path, monkeypatch):
+    (tmp_path / "ep_plugin_b.py").write_text(textwrap.dedent("""
+        from srdiv.models.listmle import ListMLE
+        from srdiv.registry import MODELS
+        MODELS.register("ep-model-b")(type("EpModelB", (ListMLE,), {}))
+    """))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    found = [EntryPoint("b", "ep_plugin_b", registry.ENTRY_POINT_GROUP)]
+    monkeypatch.setattr(registry, "entry_points", lambda group: found if group == registry.ENTRY_POINT_GROUP else [])
+    monkeypatch.setattr(registry, "_entry_points_loaded", False)
+    assert MODELS.get("ep-model-b").__name__ == "EpModelB" and "ep-model-b" in MODELS.names()
+    found[:] = [EntryPoint("c", "ep_plugin_missing", registry.ENTRY_POINT_GROUP)]
+    monkeypatch.setattr(registry, "_entry_points_loaded", False)
+    with pytest.raises(InputError, match="entry point srdiv.components:c: cannot import 'ep_plugin_missing'"):
+        MODELS.names()
+
+
+def test_setting_files_are_the_files_given_once_relative_to_the_root(monkeypatch):
+    monkeypatch.chdir(ROOT)
+    given = [ROOT / "params.yaml", ROOT / "config" / "smoke.yaml", "examples/linear-xquad.yaml"]
+    assert setting_files("params.yaml", given) == ["params.yaml", "config/smoke.yaml", "examples/linear-xquad.yaml"]
+
+
+def test_snakemake_passes_every_overlay_to_every_command(tmp_path):
+    """An overlay of one's own after the setting's: its rows run, its keys reach each command's --params."""
+    mine = tmp_path / "mine.yaml"
+    mine.write_text("models:\n  Mine: {extends: ListMLE}\nrun_models+: [Mine]\n")
+    env = {**os.environ, "PATH": f"{BIN}:{os.environ['PATH']}"}
+    out = subprocess.run([str(BIN / "snakemake"), "-n", "-p", "--forceall", "--cores", "1", "--configfile",
+                          "params.yaml", "config/smoke.yaml", str(mine)], capture_output=True, text=True, env=env,
+                         cwd=ROOT)
+    assert out.returncode == 0, out.stderr[-3000:]
+    log = out.stdout + out.stderr
+    assert "srdiv train --model Mine --fold 1" in log and "srdiv train --model DESA --fold 1" in log
+    assert f"--params params.yaml --params config/smoke.yaml --params {mine}" in log
