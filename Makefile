@@ -57,7 +57,7 @@ run-desa-ablations: $(STAMP)
 
 ## the explicit rows with wordnet-div's oracle aspects as suggestions, an upper bound (results/wordnet-div-oracle)
 run-oracle: $(STAMP)
-	$(SMK) --configfile params.yaml config/oracle.yaml
+	$(SMK) --configfile params.yaml config/oracle.yaml $(CONFIG)
 
 ## every row of params.yaml in one table, a study of its own (results/wordnet-div-all)
 run-all: $(STAMP)

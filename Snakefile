@@ -7,13 +7,15 @@
 #
 # params.yaml is the configuration of both Snakemake and every srdiv command;
 # rules only call srdiv commands. dvc.yaml is generated from this DAG (make dvc-yaml).
-# With no --configfile that names a setting (its `params_files`), the DAG is the main table: params.yaml
-# with config/main.yaml over it, written to results/wordnet-div/ as `make run` does; a study, another
-# dataset or every row runs only when its file is named. The train jobs of rows that run on a GPU
+# With no --configfile that names a setting (a file other than params.yaml), the DAG is the main table:
+# params.yaml with config/main.yaml over it, written to results/wordnet-div/ as `make run` does; a study,
+# another dataset or every row runs only when its file is named. The train jobs of rows that run on a GPU
 # (`train.device`, `srdiv.train.job.row_device`) take one `gpu` slot each, the others none; `--resources
 # gpu=N` counts GPUs, each with `gpu_jobs` slots (params.yaml).
 
-MAIN_TABLE = "params_files" not in config   # read before params.yaml sets it
+from pathlib import Path
+
+MAIN_TABLE = all(Path(f).resolve() == Path("params.yaml").resolve() for f in workflow.config_settings.configfiles)
 
 
 configfile: "params.yaml"

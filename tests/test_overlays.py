@@ -89,7 +89,7 @@ def test_entry_points_register_components(tmp_path, monkeypatch):
 def test_setting_files_are_the_files_given_once_relative_to_the_root(monkeypatch):
     monkeypatch.chdir(ROOT)
     given = [ROOT / "params.yaml", ROOT / "config" / "smoke.yaml", "examples/linear-xquad.yaml"]
-    assert setting_files("params.yaml", given) == ["params.yaml", "config/smoke.yaml", "examples/linear-xquad.yaml"]
+    assert setting_files(["params.yaml"], given) == ["params.yaml", "config/smoke.yaml", "examples/linear-xquad.yaml"]
 
 
 def test_snakemake_passes_every_overlay_to_every_command(tmp_path):

@@ -370,12 +370,13 @@ def load_params(paths: Sequence[str | os.PathLike] | str | os.PathLike) -> dict[
     return params
 
 
-def setting_files(first: str | os.PathLike, overlays: Sequence[str | os.PathLike]) -> list[str]:
-    """The params files of a setting: ``first`` (the Snakefile's ``configfile``) and the ``overlays`` in order,
-    each once, as paths relative to the working directory where they lie under it (``--params`` of the rules)."""
+def setting_files(defaults: Sequence[str | os.PathLike], overlays: Sequence[str | os.PathLike]) -> list[str]:
+    """The params files of a setting: the ``defaults`` (the Snakefile's ``configfile`` directives) and the
+    ``overlays`` in order, each once, as paths relative to the working directory where they lie under it (the
+    ``--params`` of the rules)."""
     cwd = Path.cwd().resolve()
     files: list[str] = []
-    for path in [Path(first), *map(Path, overlays)]:
+    for path in [*map(Path, defaults), *map(Path, overlays)]:
         full = path.resolve()
         name = str(full.relative_to(cwd)) if full.is_relative_to(cwd) else str(full)
         if name not in files:

@@ -309,7 +309,7 @@ def _loop(jobs: list[JobStage], shape: dict) -> dict:
 
 def params_args(configfiles: Sequence[Path]) -> str:
     """The ``--params`` options the rules give every command (``PARAMS`` in ``common.smk``)."""
-    return " ".join(f"--params {p}" for p in setting_files("params.yaml", configfiles))
+    return " ".join(f"--params {p}" for p in setting_files(["params.yaml"], configfiles))
 
 
 def job_stages(settings: Sequence[Sequence[Path]], snakefile: Path, wdirs: Sequence[str | None]) -> list[list[JobStage]]:

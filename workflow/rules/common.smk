@@ -6,11 +6,13 @@ from srdiv.experiment import model_specs, run_rows
 from srdiv.metrics.gather import reference_runs
 from srdiv.train.job import check_rows, uses_gpu
 
-# The setting is params.yaml and the --configfile overlays, in order, merged as every srdiv command merges
+# The setting is params.yaml (and config/main.yaml when no setting is named: the Snakefile's MAIN_TABLE) and
+# the --configfile overlays, in order, merged as every srdiv command merges
 # them (`run_models+` extends a list; an overlay's `import:` registers its components), then any --config
 # values. Every file is checked against srdiv's schema (and the merged config) before the DAG is built: a
 # misspelt key or an out-of-range value stops here.
-PARAMS_FILES = setting_files("params.yaml", workflow.config_settings.configfiles)
+PARAMS_FILES = setting_files(["params.yaml"] + (["config/main.yaml"] if MAIN_TABLE else []),
+                             workflow.config_settings.configfiles)
 _merged = merge(load_params(PARAMS_FILES), dict(workflow.config_settings.config))
 config.clear()
 config.update(_merged)
