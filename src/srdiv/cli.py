@@ -49,7 +49,7 @@ COMMAND_MODULES = (
 for _name in COMMAND_MODULES:
     importlib.import_module(_name).register(app)
 
-WHOLE_DIR_OUTPUTS = {"subset", "trec-web", "wordnet-div", "debian-facets", "embed", "pseudo-docs"}
+WHOLE_DIR_OUTPUTS = {"subset", "trec-web", "wordnet-div", "debian-facets", "embed", "pseudo-docs", "import", "export"}
 """Commands whose ``--out`` directory is replaced as a whole (:func:`srdiv.io.atomic_dir`)."""
 
 

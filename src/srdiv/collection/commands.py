@@ -106,5 +106,56 @@ def debian_facets(
     typer.echo(f"{len(coll.topics)} queries, {len(coll.subtopics)} subtopics, {len(coll.docs)} documents -> {out}")
 
 
+@collection_app.command("import")
+def import_files(
+    topics: list[Path] = typer.Option(..., help="Topics: Web Track XML (subtopics inside) or TSV 'qid query "
+                                                "[description [type]]'. Repeat for several files (one per year)."),
+    qrels: list[Path] = typer.Option(..., help="TREC diversity qrels 'qid subtopic docno grade'. Repeatable."),
+    run: list[Path] = typer.Option(..., help="The first-stage TREC run 'qid Q0 docno rank score tag'. Repeatable."),
+    out: Path = typer.Option(..., help="Output collection directory."),
+    subtopics: Optional[Path] = typer.Option(None, help="TSV 'qid sid [text]' (needed with TSV topics; replaces "
+                                                        "the XML topics' subtopics)."),
+    suggestions: Optional[Path] = typer.Option(None, help="Web Track query-suggestion XML, or TSV 'qid level parent "
+                                                          "text' (a header may add sugg_id, weight)."),
+    docs: Optional[Path] = typer.Option(None, help="Documents, JSONL or Parquet (docs/user-documents.md)."),
+    folds: Optional[Path] = typer.Option(None, help="Folds file, 'qid fold' per line."),
+    k_folds: Optional[int] = typer.Option(None, help="Or deal the judged topics into this many folds at random."),
+    seed: int = typer.Option(42, help="Seed of --k-folds."),
+) -> None:
+    """A collection from standard TREC-style files (formats: docs/collections.md); every malformed line is one
+    error naming the file and the line."""
+    from srdiv.collection.schema import write_collection
+    from srdiv.collection.trec_files import import_collection
+    from srdiv.text.documents import read_docs
+
+    if (folds is None) == (k_folds is None):
+        raise typer.BadParameter("give --folds FILE or --k-folds K (one of them)")
+    try:
+        coll, notes = import_collection(topics, qrels, run, subtopics, suggestions, folds, k_folds, seed,
+                                        read_docs(docs) if docs is not None else None)
+    except ValueError as err:
+        raise typer.BadParameter(str(err), param_hint="--k-folds") from None
+    for note in notes:
+        typer.echo(f"note: {note}", err=True)
+    write_collection(coll, out)
+    typer.echo(f"{len(coll.topics)} topics, {coll.qrels['qid'].nunique()} judged, {len(coll.subtopics)} subtopics, "
+               f"{len(coll.suggestions)} suggestions, {len(coll.run)} run rows"
+               + (f", {len(coll.docs)} documents" if coll.docs is not None else "") + f" -> {out}")
+
+
+@collection_app.command("export")
+def export_files(
+    collection: Path = typer.Option(..., help="Collection directory."),
+    out: Path = typer.Option(..., help="Output directory: topics.tsv, subtopics.tsv, suggestions.tsv, qrels.txt, "
+                                       "run.txt, folds.txt (and docs.parquet)."),
+) -> None:
+    """A collection as the TREC-style files `srdiv collection import` reads (and ndeval, trec_eval, ir_measures)."""
+    from srdiv.collection.schema import load_collection
+    from srdiv.collection.trec_files import export_collection
+
+    export_collection(load_collection(collection, with_docs=True), out)
+    typer.echo(f"-> {out}")
+
+
 def register(app: typer.Typer) -> None:
     app.add_typer(collection_app, name="collection")

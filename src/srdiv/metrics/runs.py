@@ -178,8 +178,9 @@ def read_run(path: str | os.PathLike, qids: Iterable[str] | None = None, by_scor
     return order_run(run, ties)
 
 
-def read_qrels(path: str | os.PathLike, qids: set[str] | None = None) -> pd.DataFrame:
-    """Diversity qrels (``qid subtopic docno grade``, ndeval's format) -> ``qid, sid, docno, grade, rel``.
+def read_qrels(path: str | os.PathLike, qids: set[str] | None = None, with_lines: bool = False) -> pd.DataFrame:
+    """Diversity qrels (``qid subtopic docno grade``, ndeval's format) -> ``qid, sid, docno, grade, rel``
+    (and each judgment's 1-based ``line`` with ``with_lines``).
 
     Negative grades (spam) read as 0; ``rel = grade > 0``. A malformed line, a topic not in ``qids``
     (when given) or a (qid, subtopic, docno) judged twice raises :class:`InputError` with its line.
@@ -197,8 +198,9 @@ def read_qrels(path: str | os.PathLike, qids: set[str] | None = None) -> pd.Data
             row = frame.iloc[int(np.flatnonzero(bad)[0])]
             raise InputError(path, f"{problem}: {' '.join(row[list(QRELS_FIELDS)])}", int(row["line"]))
     grade = grade.clip(lower=0)
-    return pd.DataFrame({"qid": frame["qid"], "sid": sid.astype(str), "docno": frame["docno"],
-                         "grade": grade, "rel": (grade > 0).astype(np.int8)})
+    table = pd.DataFrame({"qid": frame["qid"], "sid": sid.astype(str), "docno": frame["docno"],
+                          "grade": grade, "rel": (grade > 0).astype(np.int8)})
+    return table.assign(line=frame["line"]) if with_lines else table
 
 
 def write_trec_run(run: pd.DataFrame, path: str | os.PathLike, tag: str) -> None:

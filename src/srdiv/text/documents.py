@@ -109,7 +109,8 @@ def read_docs(path: str | os.PathLike) -> pd.DataFrame:
             if bad is not None:
                 raise InputError(path, f"column '{col}' of document {df['docno'].iloc[bad]!r} is not a finite "
                                        f"number >= 0 (got {df[col].iloc[bad]!r})")
-            df[col] = pd.to_numeric(df[col]).astype(np.float64)
+            values = pd.to_numeric(df[col])      # whole counts stay integers (as the open collections hold them)
+            df[col] = values if values.dtype.kind in "iu" else values.astype(np.float64)
     return df
 
 

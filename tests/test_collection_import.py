@@ -1,0 +1,174 @@
+"""``srdiv collection import`` / ``export``: standard TREC-style files to a collection and back, every malformed
+line one error naming the file and the line, nothing half-written."""
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from conftest import FIXTURES, ROOT
+from srdiv.cli import main
+from srdiv.collection.schema import TABLES, load_collection
+from srdiv.collection.trec_files import deal_folds, escape, unescape
+
+MINI = FIXTURES / "trec-web-mini"
+COMMITTED = sorted(p for p in (ROOT / "data" / "collections").iterdir() if (p / "topics.parquet").exists())
+
+
+def cli(monkeypatch, capsys, *args) -> tuple[int, str]:
+    monkeypatch.setattr(sys, "argv", ["srdiv", *map(str, args)])
+    try:
+        main()
+        code = 0
+    except SystemExit as exit_:
+        code = exit_.code
+    return code, capsys.readouterr().err
+
+
+def import_args(d: Path, docs: bool = False) -> list:
+    args = ["collection", "import", "--topics", d / "topics.tsv", "--subtopics", d / "subtopics.tsv",
+            "--suggestions", d / "suggestions.tsv", "--qrels", d / "qrels.txt", "--run", d / "run.txt",
+            "--folds", d / "folds.txt"]
+    return args + (["--docs", d / "docs.parquet"] if docs else [])
+
+
+def assert_same_collection(a, b):
+    for name in TABLES:
+        left, right = getattr(a, name), getattr(b, name)
+        assert (left is None) == (right is None), name
+        if left is not None:
+            pd.testing.assert_frame_equal(left, right, obj=name)
+
+
+@pytest.mark.parametrize("source", COMMITTED, ids=[p.name for p in COMMITTED])
+def test_a_committed_collection_round_trips_through_trec_files(source, tmp_path, monkeypatch, capsys):
+    """Exported to topics, subtopics, suggestions (TSV), qrels, run, folds and documents, then imported:
+    identical tables."""
+    code, err = cli(monkeypatch, capsys, "collection", "export", "--collection", source, "--out", tmp_path / "files")
+    assert code == 0, err
+    code, err = cli(monkeypatch, capsys, *import_args(tmp_path / "files", docs=True), "--out", tmp_path / "back")
+    assert code == 0, err
+    assert_same_collection(load_collection(source, with_docs=True), load_collection(tmp_path / "back", with_docs=True))
+
+
+def test_the_web_track_files_import_as_the_web_track_builder_reads_them(tmp_path, monkeypatch, capsys):
+    """Web Track topics XML (subtopics inside), suggestions XML, qrels and runs, a file per year, and k folds
+    dealt at random: the tables the Web Track builder reads from the same files."""
+    from srdiv.collection.trec_web import YEARS, build_trec_web
+
+    years = [["--topics", MINI / "topics" / f"wt{y}.topics.xml", "--qrels", MINI / "qrels" / f"{y}.diversity.qrels",
+              "--run", MINI / "runs" / f"wt{y}.txt"] for y in YEARS]
+    code, err = cli(monkeypatch, capsys, "collection", "import", *sum(years, []), "--suggestions",
+                    MINI / "query_suggestion.xml", "--k-folds", 2, "--seed", 5, "--out", tmp_path / "coll")
+    assert code == 0, err
+    mine, theirs = load_collection(tmp_path / "coll"), build_trec_web(MINI)[0]
+    for name in ("topics", "subtopics", "suggestions", "qrels", "run"):
+        pd.testing.assert_frame_equal(getattr(mine, name), load_collection_table(theirs, name), obj=name)
+    judged = list(pd.unique(mine.qrels["qid"]))
+    assert sorted(mine.folds["qid"]) == sorted(judged) and set(mine.folds["fold"]) == {1, 2}
+
+
+def load_collection_table(coll, name):
+    from srdiv.collection.schema import conform
+
+    return conform(name, getattr(coll, name))
+
+
+def test_folds_are_dealt_evenly_and_by_seed():
+    judged = [str(i) for i in range(11)]
+    folds = deal_folds(judged, 3, seed=1)
+    assert list(folds["qid"]) == judged and sorted(np.bincount(folds["fold"])[1:]) == [3, 4, 4]
+    assert folds.equals(deal_folds(judged, 3, seed=1)) and not folds.equals(deal_folds(judged, 3, seed=2))
+    with pytest.raises(ValueError, match="between 2 and the number of judged topics"):
+        deal_folds(judged, 12, seed=1)
+
+
+def test_tsv_without_headers_assigns_suggestion_ids_and_reads_escapes(tmp_path, monkeypatch, capsys):
+    d = tmp_path
+    (d / "topics.tsv").write_text("7\tjaguar\tthe cat or the car\n8\tpython\n")
+    (d / "subtopics.tsv").write_text("7\t1\tthe animal\n7\t2\tthe car\\tmaker\n8\t1\n")
+    (d / "suggestions.tsv").write_text("7\t1\t\tjaguar cat\n7\t2\t1\tjaguar cat size\n7\t1\t\tjaguar xk\n"
+                                       "7\t2\t2\tjaguar xk price\n7\t2\t1\tjaguar cat habitat\n")
+    (d / "qrels.txt").write_text("7 1 d1 1\n7 2 d2 2\n8 1 d3 1\n7 1 d4 0\n")
+    (d / "run.txt").write_text("7 Q0 d1 1 3.0 r\n7 Q0 d2 2 2.5 r\n8 Q0 d3 1 1.0 r\n")
+    (d / "folds.txt").write_text("7 1\n8 2\n")
+    code, err = cli(monkeypatch, capsys, *import_args(d), "--out", d / "coll")
+    assert code == 0, err
+    coll = load_collection(d / "coll")
+    assert list(coll.topics["description"]) == ["the cat or the car", ""]
+    assert coll.subtopics["text"].tolist() == ["the animal", "the car\tmaker", ""]
+    sugg = coll.suggestions
+    assert sugg["sugg_id"].tolist() == ["1", "1.1", "2", "2.1", "1.2"]
+    assert sugg["parent"].tolist() == ["", "1", "", "2", "1"]
+    assert sugg["weight"].tolist() == [0.5, 1 / 3, 0.5, 1 / 3, 1 / 3]
+    assert coll.qrels["rel"].tolist() == [1, 1, 1, 0] and coll.qrels["grade"].tolist() == [1, 2, 1, 0]
+
+
+def test_escapes_round_trip():
+    for text in ["plain", "a\tb", "line\nbreak\r", "back\\slash", "\\t literally", "\\\\n"]:
+        assert unescape(escape(text)) == text
+    assert unescape("C:\\data") == "C:\\data"           # any other backslash stays
+
+
+GOOD = {
+    "topics.tsv": "qid\tquery\tdescription\n7\tjaguar\tcat or car\n8\tpython\t\n",
+    "subtopics.tsv": "7\t1\tanimal\n7\t2\tcar\n8\t1\tsnake\n",
+    "suggestions.tsv": "qid\tlevel\tparent\ttext\n7\t1\t\tjaguar cat\n7\t2\t1\tjaguar cat size\n",
+    "qrels.txt": "7 1 d1 1\n7 2 d2 1\n8 1 d3 1\n",
+    "run.txt": "7 Q0 d1 1 3.0 r\n7 Q0 d2 2 2.5 r\n8 Q0 d3 1 1.0 r\n",
+    "folds.txt": "7 1\n8 2\n",
+}
+
+
+@pytest.mark.parametrize("name, text, where, why", [
+    ("topics.tsv", "qid\tquery\n7\tjaguar\n7\tcar\n", "topics.tsv:3", "topic '7' appears twice"),
+    ("topics.tsv", "qid\tquery\n7\t \n", "topics.tsv:2", "topic '7' has no query"),
+    ("topics.tsv", "qid\tquery\tcolour\n7\tjaguar\tred\n", "topics.tsv:1", "header: columns must be qid, query"),
+    ("topics.tsv", "7\n", "topics.tsv:1", "expected 2 to 4 tab-separated fields"),
+    ("subtopics.tsv", "7\t1\tanimal\n9\t1\tx\n", "subtopics.tsv:2", "qid '9' is not a topic of the topics file"),
+    ("subtopics.tsv", "7\t1\tanimal\n7\t1\tagain\n", "subtopics.tsv:2", "subtopic '1' of topic '7' appears twice"),
+    ("suggestions.tsv", "7\t3\t\tjaguar\n", "suggestions.tsv:1", "level '3' is not an integer in [1, 2]"),
+    ("suggestions.tsv", "7\t1\t\tjaguar cat\n7\t2\t5\tjaguar x\n", "suggestions.tsv:2",
+     "parent '5' is not a level-1 suggestion of topic '7'"),
+    ("suggestions.tsv", "7\t1\t2\tjaguar\n", "suggestions.tsv:1", "a level-1 suggestion has no parent"),
+    ("suggestions.tsv", "7\t1\t\t \n", "suggestions.tsv:1", "empty suggestion text"),
+    ("suggestions.tsv", "qid\tsugg_id\tlevel\tparent\ttext\tweight\n7\ta\t1\t\tjaguar\t-1\n", "suggestions.tsv:2",
+     "weight -1.0 is negative"),
+    ("qrels.txt", "7 1 d1 1\n7 1 d2\n", "qrels.txt:2", "expected 4 fields"),
+    ("qrels.txt", "7 1 d1 1\n9 1 d2 1\n", "qrels.txt:2", "unknown topic"),
+    ("qrels.txt", "7 1 d1 1\n7 3 d2 1\n", "qrels.txt:2", "judged relevant to subtopic '3' of topic '7', which the "
+                                                         "subtopics lack"),
+    ("run.txt", "7 Q0 d1 1 3.0 r\n9 Q0 d2 1 1.0 r\n", "run.txt:2", "qid '9' is not a topic"),
+    ("run.txt", "7 Q0 d1 1 3.0 r\n7 Q0 d1 2 1.0 r\n", "run.txt:2", "docno 'd1' appears twice"),
+    ("folds.txt", "7 1\n8 x\n", "folds.txt:2", "fold 'x' is not an integer"),
+    ("folds.txt", "7 1\n7 2\n", "folds.txt:2", "topic '7' is listed twice"),
+    ("folds.txt", "7 1\n9 2\n", "folds.txt:2", "qid '9' is not a topic"),
+])
+def test_a_malformed_line_is_one_error(tmp_path, monkeypatch, capsys, name, text, where, why):
+    for file, content in GOOD.items():
+        (tmp_path / file).write_text(text if file == name else content)
+    code, err = cli(monkeypatch, capsys, *import_args(tmp_path), "--out", tmp_path / "coll")
+    lines = err.strip().splitlines()
+    assert code == 2 and len(lines) == 1 and where in lines[0] and why in lines[0], err
+    assert not (tmp_path / "coll").exists()
+
+
+def test_the_good_files_import(tmp_path, monkeypatch, capsys):
+    for file, content in GOOD.items():
+        (tmp_path / file).write_text(content)
+    code, err = cli(monkeypatch, capsys, *import_args(tmp_path), "--out", tmp_path / "coll")
+    assert code == 0, err
+    assert len(load_collection(tmp_path / "coll").qrels) == 3
+
+
+def test_folds_are_a_file_or_a_number(tmp_path, monkeypatch, capsys):
+    for file, content in GOOD.items():
+        (tmp_path / file).write_text(content)
+    both = import_args(tmp_path) + ["--k-folds", 2]
+    neither = [a for a in import_args(tmp_path) if a not in ("--folds", tmp_path / "folds.txt")]
+    for args in (both, neither):
+        code, err = cli(monkeypatch, capsys, *args, "--out", tmp_path / "coll")
+        assert code == 2 and "give --folds FILE or --k-folds K" in " ".join(err.split()), err
+        assert not (tmp_path / "coll").exists()
