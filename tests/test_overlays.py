@@ -60,7 +60,8 @@ def test_an_imported_file_registers_once(tmp_path, monkeypatch):
         from srdiv.registry import MODELS
         MODELS.register("overlay-model-a")(type("OverlayModelA", (ListMLE,), {}))
     """))
-    import_components(["overlay_model_a.py"], "mine.yaml")
+    (tmp_path / "mine.yaml").write_text("import+: [overlay_model_a.py]\n")
+    load_params([tmp_path / "mine.yaml"])                           # import+ imports too
     import_components(["overlay_model_a.py"], "other.yaml")        # the same file again: not registered twice
     assert MODELS.get("overlay-model-a").__name__ == "OverlayModelA"
     (tmp_path / "sub").mkdir()

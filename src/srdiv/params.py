@@ -365,7 +365,7 @@ def load_params(paths: Sequence[str | os.PathLike] | str | os.PathLike) -> dict[
         if not isinstance(loaded, dict):
             raise InputError(path, "params file must hold a mapping")
         validate(loaded, path)
-        import_components(loaded.get("import") or [], path)
+        import_components([*(loaded.get("import") or []), *(loaded.get("import" + EXTEND) or [])], path)
         params = merge(params, loaded)
     return params
 

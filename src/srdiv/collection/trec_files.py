@@ -87,6 +87,8 @@ def read_tsv_records(path: str | os.PathLike, kind: str) -> pd.DataFrame:
         if column not in frame:
             frame[column] = ""
     frame["line"] = [line for line, _ in rows]
+    _fail_at(frame, ~frame["qid"].str.fullmatch(r"\S+").to_numpy(), path,
+             lambda row: f"qid '{row['qid']}' is empty or holds spaces")
     return frame
 
 
@@ -121,9 +123,11 @@ def read_topic_file(path: str | os.PathLike) -> tuple[pd.DataFrame, pd.DataFrame
 
 
 def read_subtopic_file(path: str | os.PathLike, qids: set[str]) -> pd.DataFrame:
-    """TSV ``qid sid [text]`` -> ``subtopics``; an unknown topic or a subtopic listed twice names its line."""
+    """TSV ``qid sid [text]`` -> ``subtopics``; ``sid`` a whole number, as in the qrels (``01`` reads as ``1``);
+    an unknown topic, a subtopic that is not a whole number or one listed twice names its line."""
     frame = read_tsv_records(path, "subtopics")
     _unknown_topics(frame, qids, path)
+    frame["sid"] = parse_numbers(frame, "sid", path, integer=True, bounds=(0, 2**31 - 1)).astype(str)  # as qrels'
     _fail_at(frame, frame.duplicated(["qid", "sid"]).to_numpy(), path,
              lambda row: f"subtopic '{row['sid']}' of topic '{row['qid']}' appears twice")
     return frame[["qid", "sid", "text"]]
