@@ -74,12 +74,17 @@ def rank(
     collection: Path = typer.Option(..., help="Collection directory (folds)."),
     out: Path = typer.Option(..., help="Output directory (run.txt, rank.json); usually the model directory."),
     threads: int = THREADS,
+    params: Optional[list[Path]] = typer.Option(None, "--params", help="The setting's params files, for the "
+                                                "models and objectives their import: lists register."),
 ) -> None:
     """Rank the test queries of trial FOLD with a trained model: a TREC run file."""
     from srdiv.collection.schema import load_collection
     from srdiv.features.bundle import Bundle
+    from srdiv.params import load_params
     from srdiv.train.job import Trained
 
+    if params:
+        load_params(params)     # imports the components a model from outside the package needs
     configure_torch(threads)
     _rank(Trained.load(model_dir), Bundle.load(bundle), load_collection(collection), fold, out)
 
