@@ -370,10 +370,10 @@ BAD_PARAMS = [
     ("embed: {doc2vec: {vector_size: -5}}\n", "'embed.doc2vec.vector_size' must be an integer >= 1"),
     ("report: {holm: 'yes'}\n", "'report.holm' must be true or false"),
     ("models: {DSSA: {optim: {name: adamw}}}\n", "'models.DSSA.optim.name' must be one of adam, sgd, adagrad"),
-    ("models: {DSSA: {optim: {args: {lr: 1e-3}}}}\n", "'models.DSSA.optim.args.lr' must be a number >= 0, got '1e-3'"),
+    ("models: {DSSA: {optim: {args: {lr: 1e-3}}}}\n", "'models.DSSA.optim.args.lr' must be a number > 0, got '1e-3'"),
     ("models: {DSSA: {tune: {model.args.lam: []}}}\n", "'models.DSSA.tune.model.args.lam' must be a list"),
     ("models: {DSSA: {tune: {optim.args.lr: ['1e-3']}}}\n",
-     "'models.DSSA.tune.optim.args.lr[0]' must be a number >= 0, got '1e-3'"),
+     "'models.DSSA.tune.optim.args.lr[0]' must be a number > 0, got '1e-3'"),
     ("models: {DSSA: {group: best}}\n", "'models.DSSA.group' must be one of"),
     ("models: {DSSA: {modle: dssa}}\n", "unknown key 'models.DSSA.modle'"),
     ("models: {DSSA: {model: {name: dsa}}}\n", "models.DSSA: unknown model 'dsa'"),
@@ -398,6 +398,25 @@ BAD_PARAMS = [
      "'models.DSSA.optim.lr' is the old form: write optim: {name: ..., args: {lr: ...}}"),
     ("models: {DSSA: {model: dssa}}\n", "'models.DSSA.model' must be a mapping {name: ..., args: {...}}, got 'dssa'"),
     ("- a list\n", "params file must hold a mapping"),
+    # every value a component gets, at every tuning point, against its declared type and range
+    ("models: {DSSA: {model: {args: {hidden: 0}}}}\n", "models.DSSA.model.args: hidden must lie in [1, inf), got 0"),
+    ("models: {DSSA: {model: {args: {hidden: 2.5}}}}\n", "models.DSSA.model.args: hidden must be an integer"),
+    ("models: {DSSA: {model: {args: {dropout: 1.0}}}}\n", "models.DSSA.model.args: dropout must lie in [0, 1)"),
+    ("models: {DSSA: {model: {args: {dropout: .nan}}}}\n", "dropout must be a finite number, got nan"),
+    ("models: {DSSA: {tune: {model.args.lam: [0.5, 1.5]}}}\n", "models.DSSA.model.args: lam must lie in [0, 1], got 1.5"),
+    ("models: {DSSA: {model: {args: {max_pooling: 'yes'}}}}\n", "max_pooling must be true or false"),
+    ("models: {DSSA: {optim: {args: {lr: 0}}}}\n", "'models.DSSA.optim.args.lr' must be a number > 0, got 0"),
+    ("models: {DSSA: {optim: {args: {lr: .inf}}}}\n", "'models.DSSA.optim.args.lr' must be a number > 0, got inf"),
+    ("models: {DSSA: {tune: {optim.args.lr: [0.1, -0.1]}}}\n", "must be a number > 0, got -0.1"),
+    ("models: {DSSA: {train: {valid_measure: alpha_nDCG@0}}}\n", "'models.DSSA.train.valid_measure' must be a measure"),
+    ("train: {valid_measure: nDCG@20}\n", "'train.valid_measure' must be a measure name"),
+    ("report: {main_measures: [alpha-nDCG@20]}\n", "'report.main_measures[0]' must be a measure name"),
+    ("report: {alpha: 0}\n", "'report.alpha' must be a number in (0, 1), got 0"),
+    ("train: {device: tpu}\n", "'train.device' must be a string matching"),
+    # YAML that would be read silently wrong: a key twice, an alias inside itself
+    ("train: {epochs: 3}\ntrain: {patience: 2}\n", "key 'train' appears twice in one mapping"),
+    ("models:\n  DSSA:\n    model: {name: dssa}\n    model: {name: hdssa}\n", "key 'model' appears twice"),
+    ("report: &r {ablations: {x: *r}}\n", "recursive alias *r"),
 ]
 
 
@@ -412,6 +431,38 @@ def test_bad_params_stop_training_before_any_work(tmp_path, monkeypatch, capsys,
     assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.yaml"]
 
 
+@pytest.mark.parametrize("overlay, where", [
+    ("train: {epochs: 3}\ntrain: {patience: 2}\n", "bad.yaml:2"),
+    ("models:\n  DSSA:\n    model: {name: dssa}\n    model: {name: hdssa}\n", "bad.yaml:4"),
+    ("report:\n  ablations: &a\n    x: [*a]\n", "bad.yaml:3"),
+])
+def test_yaml_mistakes_name_the_line(tmp_path, monkeypatch, capsys, overlay, where):
+    (tmp_path / "bad.yaml").write_text(overlay)
+    code, err = cli(monkeypatch, capsys, "train", "--model", "DSSA", "--fold", 1, "--bundle", tmp_path / "none.npz",
+                    "--collection", tmp_path / "none", "--params", Path("params.yaml").resolve(),
+                    "--params", tmp_path / "bad.yaml", "--out", tmp_path / "out")
+    assert_fails(code, err, where, "invalid YAML")
+
+
+def test_a_row_mistake_names_the_file_that_sets_the_row(tmp_path, monkeypatch, capsys):
+    """The row is set in the first overlay, the last one sets something else: the first is named."""
+    (tmp_path / "rows.yaml").write_text("models: {Mine: {extends: DSSA, model: {args: {hidden: -1}}}}\n")
+    (tmp_path / "other.yaml").write_text("train: {epochs: 2}\n")
+    code, err = cli(monkeypatch, capsys, "train", "--model", "Mine", "--fold", 1, "--bundle", tmp_path / "none.npz",
+                    "--collection", tmp_path / "none", "--params", Path("params.yaml").resolve(),
+                    "--params", tmp_path / "rows.yaml", "--params", tmp_path / "other.yaml", "--out", tmp_path / "out")
+    assert_fails(code, err, "rows.yaml", "models.Mine.model.args: hidden must lie in [1, inf), got -1")
+
+
+@pytest.mark.parametrize("alpha", ["0", "1", "1.5", "-0.1", "nan"])
+def test_evaluate_alpha_is_a_significance_level(collection, tmp_path, monkeypatch, capsys, alpha):
+    (tmp_path / "run.txt").write_text(GOOD_RUN)
+    code, err = cli(monkeypatch, capsys, "evaluate", "--collection", collection, "--run", tmp_path / "run.txt",
+                    "--out", tmp_path / "m.parquet", "--alpha", alpha)
+    assert_fails(code, err, "--alpha", "the significance level must lie in (0, 1)")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["run.txt"]
+
+
 def test_every_shipped_params_file_fits_the_schema():
     from srdiv.params import load_params, model_rows
     from srdiv.train.job import check_rows
@@ -421,6 +472,21 @@ def test_every_shipped_params_file_fits_the_schema():
         files = [root / "params.yaml"] + ([overlay] if overlay else [])
         params = load_params(files)
         check_rows(params, list(model_rows(params)))
+
+
+def test_the_schema_knows_the_evaluators_measures():
+    import re
+
+    from srdiv.metrics.evaluate import MEASURES, measure_cutoffs
+    from srdiv.params import MEASURE_NAME
+
+    for name in [*MEASURES, "alpha_nDCG@7", "StRecall@100", "nERR_IA@1"]:
+        assert re.fullmatch(MEASURE_NAME, name), name
+        measure_cutoffs([name])
+    for name in ["alpha_nDCG@0", "nDCG@20", "NRBP@5", "alpha-nDCG@20", "ERR_IA", "StRecall@-1"]:
+        assert not re.fullmatch(MEASURE_NAME, name), name
+        with pytest.raises(ValueError):
+            measure_cutoffs([name])
 
 
 def test_the_schema_names_the_trainers_optimisers():

@@ -228,6 +228,27 @@ DOC = '{"docno": "d1", "title": "a", "body": "b", "anchor": "c", "url": "http://
 """One line of a documents file (JSON Lines)."""
 
 
+def model_weights(change):
+    """Rewrite the ListMLE model.pt with ``change(its state dict)`` applied."""
+    def spoil(d):
+        import torch
+
+        path = d / "models/ListMLE/fold1/model.pt"
+        saved = torch.load(path, weights_only=True)
+        change(saved["state"])
+        torch.save(saved, path)
+    return spoil
+
+
+def unjudged_fold(fold):
+    """The collection without the judgments of fold ``fold``'s topics."""
+    def spoil(d):
+        folds = pd.read_parquet(d / "coll/folds.parquet")
+        topics = set(folds.loc[folds["fold"] == fold, "qid"])
+        table("coll/qrels.parquet", lambda f: f[~f["qid"].isin(topics)])(d)
+    return spoil
+
+
 def replace_dir_by_file(rel):
     def spoil(d):
         shutil.rmtree(d / rel)
@@ -364,7 +385,8 @@ CASES = [
      lambda d: [a if a != d / "imported/embed.parquet" else d / "release/doc.parquet" for a in IMPORT(d)],
      "doc.parquet", "lies inside the input directory"),
     # folds, runs and metrics
-    ("train: a fold the collection lacks", nothing, lambda d: TRAIN("ListMLE")(d) + ["--fold", 9],
+    ("train: a fold the collection lacks", nothing,
+     lambda d: out_at(TRAIN("ListMLE"), "models/ListMLE/fold9")(d) + ["--fold", 9],
      "folds.parquet", "fold 9 is not in the folds table"),
     ("samples: a fold the collection lacks", nothing, lambda d: SAMPLES(d) + ["--fold", 9], "folds.parquet",
      "fold 9 is not in the folds table"),
@@ -423,6 +445,48 @@ CASES = [
     ("gather: --out name too long", nothing, out_at(GATHER, "m" * 300 + ".parquet"), "mmmm", "too long"),
     ("train: --out directory is a file", lambda d: (d / "taken").write_text("x"), out_at(TRAIN("ListMLE"), "taken"),
      "taken", ""),
+    # degenerate data is an error, not a number
+    ("bundle: a docno twice in the vector table", table("embed/lda.parquet", lambda f: pd.concat([f, f.iloc[:1]])),
+     BUNDLE, "lda.parquet", "vector table: docno 'bass-fish-0' appears twice (row 31)"),
+    ("diversity: a null docno in the vector table", table("embed/lda.parquet", lambda f: f.assign(
+        docno=[None, *f["docno"][1:]])), DIVERSITY, "lda.parquet", "vector table: key column 'docno' is null in row 1"),
+    ("bundle: a relevance row twice", table("rel.parquet", lambda f: pd.concat([f, f.iloc[[3]]])), BUNDLE,
+     "rel.parquet", "appears twice (row"),
+    ("bundle: a null docno in the diversity table", table("div.parquet", lambda f: f.assign(
+        docno_a=[*f["docno_a"][:-1], None])), BUNDLE, "div.parquet", "key column 'docno_a' is null"),
+    ("rank: a model with a NaN weight", model_weights(lambda state: next(iter(state.values())).fill_(float("nan"))),
+     RANK, "model.pt", "holds values that are not finite"),
+    ("train: a prior with an infinite weight", model_weights(lambda state: next(iter(state.values())).fill_(
+        float("inf"))), TRAIN("MMR", "--prior", "models/ListMLE/fold1"), "model.pt", "holds values that are not finite"),
+    ("train: training (and validation) folds with no judged topic", unjudged_fold(2), TRAIN("ListMLE"), "folds.parquet",
+     "trial 1 has no judged topic among its training queries"),
+    ("evaluate: a fold with no judged topic", unjudged_fold(1), EVALUATE, "qrels.parquet",
+     "no topic of fold 1 has judgments"),
+    ("evaluate: a NaN score in a Parquet run",
+     lambda d: pd.DataFrame({"qid": ["q1", "q1"], "docno": ["a", "b"], "score": [1.0, np.nan]}).to_parquet(d / "r.parquet"),
+     lambda d: ["evaluate", *C(d), "--run", d / "r.parquet", "--out", d / "m.parquet"], "r.parquet", "score"),
+    ("collection subset: a qrels row twice", table("coll/qrels.parquet", lambda f: pd.concat([f, f.iloc[:1]])), SUBSET(),
+     "qrels.parquet", "appears twice"),
+    # a command never replaces a file it did not write (the manifest .srdiv-outputs.json records what it wrote)
+    ("report: --out over a README the user wrote", lambda d: ((d / "mine").mkdir(), text("mine/README.md", "notes")(d)),
+     out_at(REPORT, "mine"), "mine/README.md", "exists and srdiv did not write it"),
+    ("report: the results README edited by hand", text("results/README.md", "# Results: mine\n"), REPORT,
+     "results/README.md", "was changed since srdiv wrote it"),
+    ("train: --out at another row's directory", nothing, out_at(TRAIN("Initial"), "models/ListMLE/fold1"),
+     "ListMLE/fold1", "holds the model of row ListMLE fold 1, not of row Initial fold 1"),
+    ("train: --out over a model.pt that is not srdiv's", text("models/Initial/fold1/model.pt", "x"),
+     out_at(TRAIN("Initial"), "models/Initial/fold1"), "model.pt", "exists and srdiv did not write it"),
+    ("rank: --out at another row's directory", lambda d: (d / "models/Other/fold1").mkdir(parents=True) or
+     (d / "models/Other/fold1/hparams.json").write_text('{"row": "Other", "fold": 1}'),
+     out_at(RANK, "models/Other/fold1"), "Other/fold1", "holds the model of row Other fold 1"),
+    ("evaluate: --out over a file the user wrote", text("mine.parquet", "x"), out_at(EVALUATE, "mine.parquet"),
+     "mine.parquet", "exists and srdiv did not write it"),
+    ("bundle: --out over a bundle changed by hand", arrays("bundle.npz", lambda a: a["labels"].fill(0)), BUNDLE,
+     "bundle.npz", "was changed since srdiv wrote it"),
+    ("embed: a file of the user's in its output directory", text("embed/notes.txt", "mine"),
+     lambda d: ["embed", *C(d), *P(d), "--out", d / "embed"], "embed", "was changed since srdiv wrote it"),
+    ("gather: --out a symbolic link", lambda d: (d / "link.parquet").symlink_to(d / "metrics.parquet"),
+     out_at(GATHER, "link.parquet"), "link.parquet", "exists and srdiv did not write it"),
     # params: checked once, at load, before any work
     ("train: params not UTF-8", lambda d: (d / "overlay.yaml").write_bytes(b"seed: 1\nnote: \xff\n"),
      TRAIN("ListMLE"), "overlay.yaml:2", "not UTF-8 text"),
@@ -532,14 +596,16 @@ def test_an_interrupted_swap_leaves_outputs_as_they_were(tmp_path, monkeypatch, 
     from srdiv.io import atomic_set
 
     old_dir, new_file = tmp_path / "out", tmp_path / "deeper/new.txt"
-    (old_dir / "sub").mkdir(parents=True)
-    (old_dir / "sub/a.txt").write_text("old")
 
-    def make(targets):
-        with atomic_set(targets) as (directory, file):
-            (directory / "sub").mkdir(parents=True)
-            (directory / "sub/a.txt").write_text("new")
-            file.write_text("new")
+    def make(targets, content="new"):
+        with atomic_set(targets) as made:
+            (made[0] / "sub").mkdir(parents=True)
+            (made[0] / "sub/a.txt").write_text(content)
+            if len(made) > 1:
+                made[1].write_text(content)
+
+    make([old_dir], "old")
+    manifest = (tmp_path / ".srdiv-outputs.json").read_bytes()
 
     with monkeypatch.context() as patch:
         done = interrupt_swap(patch, [old_dir, new_file], after)
@@ -547,6 +613,7 @@ def test_an_interrupted_swap_leaves_outputs_as_they_were(tmp_path, monkeypatch, 
             make([old_dir, new_file])
     assert done == ["renamed"] * after + ["interrupted"]     # 1 aside, 2 in: every gap
     assert (old_dir / "sub/a.txt").read_text() == "old" and not new_file.exists()
+    assert (tmp_path / ".srdiv-outputs.json").read_bytes() == manifest      # the record put back too
     assert hidden_temps(tmp_path) == []
     make([old_dir, new_file])
     assert (old_dir / "sub/a.txt").read_text() == "new" == new_file.read_text()

@@ -16,7 +16,8 @@ from pathlib import Path
 
 import typer
 
-from srdiv.io import InputError, check_output
+from srdiv.io import InputError, check_output, claim
+from srdiv.workflow import generated
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="srdiv: supervised search result diversification, one stage per command.")
@@ -55,7 +56,8 @@ WHOLE_DIR_OUTPUTS = {"subset", "trec-web", "wordnet-div", "debian-facets", "embe
 
 def _guard_outputs(name: str, command):
     """``command`` refusing an ``--out`` (or ``--*-out``) that would overwrite or replace one of its
-    inputs (every other path option), before it reads anything (:func:`srdiv.io.check_output`)."""
+    inputs (every other path option, :func:`srdiv.io.check_output`) or a file srdiv did not write
+    (:func:`srdiv.io.claim`), before it reads anything."""
     @functools.wraps(command)
     def guarded(**options):
         paths = {key: value if isinstance(value, list) else [value] for key, value in options.items()}
@@ -65,6 +67,8 @@ def _guard_outputs(name: str, command):
             if key == "out" or key.endswith("_out"):
                 for out in values:
                     check_output(out, inputs, whole_dir=name in WHOLE_DIR_OUTPUTS)
+                    if not out.is_dir():
+                        claim(out, legacy=generated if name == "dvc-yaml" else None)
         return command(**options)
     return guarded
 

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import contextlib
+import hashlib
+import json
 import os
 import shutil
 import tempfile
 from pathlib import Path
-from typing import Iterator
+from typing import Callable, Iterator
 
 import numpy as np
 import pandas as pd
@@ -66,25 +68,136 @@ def _fresh_temp(path: Path, directory: bool = False) -> Path:
     return Path(tmp)
 
 
+MANIFEST = ".srdiv-outputs.json"
+"""The record, in each directory srdiv writes into, of the outputs it wrote there: ``{name: [SHA-256, ...]}``."""
+
+_STAGING: list[Path] = []
+"""Temporary directories of :func:`atomic_set` being filled: their content is recorded as a whole."""
+
+
+def digest(path: Path) -> str:
+    """SHA-256 of a file's bytes, or of a directory's relative names and their files' bytes."""
+    h = hashlib.sha256()
+    if path.is_symlink():
+        h.update(b"link:" + os.readlink(path).encode())
+    elif path.is_dir():
+        for entry in sorted(path.rglob("*")):
+            h.update(str(entry.relative_to(path)).encode() + b"\0")
+            if entry.is_file() and not entry.is_symlink():
+                h.update(digest(entry).encode())
+    else:
+        with open(path, "rb") as fh:
+            for block in iter(lambda: fh.read(1 << 20), b""):
+                h.update(block)
+    return h.hexdigest()
+
+
+def _staged(path: Path) -> bool:
+    target = path.resolve()
+    return any(tmp == target or tmp in target.parents for tmp in _STAGING)
+
+
+def _manifest(folder: Path) -> dict[str, list[str]]:
+    try:
+        record = json.loads((folder / MANIFEST).read_text())
+    except (OSError, ValueError):
+        return {}
+    return record if isinstance(record, dict) else {}
+
+
 @contextlib.contextmanager
-def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
+def _locked(folder: Path) -> Iterator[None]:
+    """An exclusive lock on ``folder`` (its manifest is read, changed and written by one process at a time)."""
+    import fcntl
+
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
+
+
+def claim(path: str | os.PathLike, legacy: Callable[[Path], bool] | None = None) -> None:
+    """Refuse to replace ``path`` unless srdiv wrote what lies there: its directory's manifest records
+    ``path`` with the digest of its present content (so a file a user wrote, or changed since, is
+    never replaced). ``legacy``: whether an unrecorded ``path`` is an output of an srdiv without
+    manifests, recognised by its content (a collection directory, a report's ``tables/``).
+    """
+    path = Path(path)
+    if not os.path.lexists(path) or _staged(path):
+        return
+    recorded = _manifest(path.parent).get(path.name)
+    if recorded is None and legacy is not None and legacy(path):
+        return
+    if recorded is None:
+        raise InputError(path, "exists and srdiv did not write it; srdiv never replaces a file it did not write: "
+                               "move it away or choose another output path")
+    if digest(path) not in recorded:
+        raise InputError(path, "was changed since srdiv wrote it; srdiv never replaces a file it did not write: "
+                               "move it away or choose another output path")
+
+
+def _write_manifest(folder: Path, text: str | None) -> None:
+    if text is None:
+        (folder / MANIFEST).unlink(missing_ok=True)
+        return
+    tmp = _fresh_temp(folder / MANIFEST)
+    try:
+        tmp.write_text(text)
+        os.replace(tmp, folder / MANIFEST)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def _record(path: Path, new: Path) -> Callable[[], None]:
+    """Record in ``path``'s directory that ``new`` (about to be renamed to ``path``) is srdiv's; the
+    present content stays recorded too until the next write. Returns what puts the manifest back
+    (for a rename that does not happen)."""
+    if _staged(path):
+        return lambda: None
+    folder = path.parent
+    with _locked(folder):
+        before = (folder / MANIFEST).read_text() if (folder / MANIFEST).is_file() else None
+        record = _manifest(folder)
+        kept = [d for d in record.get(path.name, []) if os.path.lexists(path) and d == digest(path)]
+        record[path.name] = sorted(set(kept) | {digest(new)})
+        _write_manifest(folder, json.dumps(record, indent=1, sort_keys=True) + "\n")
+
+    def undo() -> None:
+        with _locked(folder):
+            _write_manifest(folder, before)
+    return undo
+
+
+@contextlib.contextmanager
+def atomic_path(path: str | os.PathLike, legacy: Callable[[Path], bool] | None = None) -> Iterator[Path]:
     """Yield a temporary path beside ``path``; rename it to ``path`` only on success.
 
     A failure (exception, including KeyboardInterrupt) removes the temporary file,
-    so no half-written output is ever left under the final name.
+    so no half-written output is ever left under the final name. An existing ``path`` that srdiv
+    did not write is refused first (:func:`claim`); the new one is recorded in the manifest.
     """
     path = Path(path)
+    claim(path, legacy)
     tmp_path = _fresh_temp(path)
     try:
         yield tmp_path
-        os.replace(tmp_path, path)
+        undo = _record(path, tmp_path)
+        try:
+            os.replace(tmp_path, path)
+        except BaseException:
+            undo()
+            raise
     except BaseException:
         tmp_path.unlink(missing_ok=True)
         raise
 
 
 @contextlib.contextmanager
-def atomic_set(paths: list[str | os.PathLike]) -> Iterator[list[Path]]:
+def atomic_set(paths: list[str | os.PathLike],
+               legacy: Callable[[Path], bool] | None = None) -> Iterator[list[Path]]:
     """Yield a new path for each of ``paths`` (files or directories, each in a temporary directory
     beside its own); they replace ``paths`` together, only on success.
 
@@ -93,15 +206,20 @@ def atomic_set(paths: list[str | os.PathLike]) -> Iterator[list[Path]]:
     absent. An error or an interrupt on the way puts the old ones back: ``paths`` are all old or
     all new, and while the first of them exists, all that exist are of one set. Only SIGKILL during
     those renames (a few system calls, which it gives no clean-up) can leave a mix, or none of them.
+    An existing path that srdiv did not write is refused before anything is made (:func:`claim`, with
+    ``legacy``); each new one is recorded, as a whole, in its directory's manifest.
     """
     paths = [Path(p) for p in paths]
     twice = [p for i, p in enumerate(paths) if p.resolve() in {q.resolve() for q in paths[:i]}]
     if twice:
         raise InputError(twice[0], "the same output is given twice; choose one path per output")
+    for path in paths:
+        claim(path, legacy)
     temps = []
     try:
         for path in paths:
             temps.append(_fresh_temp(path, directory=True))
+            _STAGING.append(temps[-1].resolve())
         news = [tmp / path.name for tmp, path in zip(temps, paths)]
         olds = [tmp / f"{path.name}.old" for tmp, path in zip(temps, paths)]
         yield news
@@ -109,7 +227,11 @@ def atomic_set(paths: list[str | os.PathLike]) -> Iterator[list[Path]]:
         for new, path, there in zip(news, paths, existed):
             if there and os.path.lexists(new) and path.is_dir() != new.is_dir():
                 raise InputError(path, f"output exists and is {'' if path.is_dir() else 'not '}a directory")
+        undos = []
         try:
+            for new, path in zip(news, paths):
+                if os.path.lexists(new):
+                    undos.append(_record(path, new))
             for old, path, there in zip(olds, paths, existed):
                 if there:
                     os.replace(path, old)
@@ -123,9 +245,12 @@ def atomic_set(paths: list[str | os.PathLike]) -> Iterator[list[Path]]:
             for old, path in reversed(list(zip(olds, paths))):
                 if os.path.lexists(old):
                     os.replace(old, path)        # the old ones come back, the first last
+            for undo in reversed(undos):
+                undo()
             raise
     finally:
         for tmp in temps:
+            _STAGING.remove(tmp.resolve())
             shutil.rmtree(tmp, ignore_errors=True)
 
 
@@ -135,15 +260,16 @@ def atomic_dir(path: str | os.PathLike, marker: str) -> Iterator[Path]:
 
     For outputs of several files (a collection, ``srdiv embed``'s vectors and models): an
     interrupt or an error leaves the old directory or the new one, never a mix (:func:`atomic_set`).
-    An existing ``path`` that is not a directory, or a non-empty one without the file ``marker``
-    (so not an earlier output of the same kind), is refused rather than replaced.
+    An existing ``path`` that is not a directory, or a non-empty one that srdiv did not write as it is
+    (recorded in the manifest beside it; unrecorded, an earlier output of the same kind: it holds the
+    file ``marker``), is refused rather than replaced.
     """
     path = Path(path)
     if path.exists() and not path.is_dir():
         raise InputError(path, "output directory exists and is not a directory")
-    if path.is_dir() and any(path.iterdir()) and not (path / marker).exists():
+    if path.is_dir() and any(path.iterdir()) and path.name not in _manifest(path.parent) and not (path / marker).exists():
         raise InputError(path, f"output directory holds other files (no {marker}); choose a new or empty one")
-    with atomic_set([path]) as (tmp,):
+    with atomic_set([path], legacy=lambda p: not any(p.iterdir()) or (p / marker).exists()) as (tmp,):
         tmp.mkdir()
         yield tmp
 
@@ -189,9 +315,9 @@ def write_parquet(df: pd.DataFrame, path: str | os.PathLike) -> None:
         df.to_parquet(tmp, index=False, compression="zstd")
 
 
-def write_text(text: str, path: str | os.PathLike) -> None:
-    """Write a text file atomically."""
-    with atomic_path(path) as tmp:
+def write_text(text: str, path: str | os.PathLike, legacy: Callable[[Path], bool] | None = None) -> None:
+    """Write a text file atomically (``legacy``: :func:`claim`)."""
+    with atomic_path(path, legacy) as tmp:
         tmp.write_text(text)
 
 
@@ -284,6 +410,21 @@ def check_finite(path: str | os.PathLike, name: str, values: np.ndarray) -> None
     if values.dtype.kind == "f" and values.size and not np.isfinite(values).all():
         rows = np.isfinite(values.reshape(values.shape[0], -1)).all(axis=1) if values.ndim else np.array([False])
         raise InputError(path, f"array '{name}' has a value that is not finite (row {int(np.argmin(rows)) + 1})")
+
+
+def check_keys(path: str | os.PathLike, frame: pd.DataFrame, keys: list[str], what: str = "table") -> None:
+    """Every row of ``frame`` has its key columns ``keys`` set (no null) and no two rows the same keys;
+    else one :class:`InputError` naming the first row that breaks it (a duplicate would be read as one
+    silently, a null as the text 'None')."""
+    for col in keys:
+        missing = frame[col].isna().to_numpy()
+        if missing.any():
+            raise InputError(path, f"{what}: key column '{col}' is null in row {int(np.argmax(missing)) + 1}")
+    twice = frame.duplicated(keys).to_numpy()
+    if twice.any():
+        row = int(np.argmax(twice))
+        key = ", ".join(f"{c} {frame[c].iloc[row]!r}" for c in keys)
+        raise InputError(path, f"{what}: {key} appears twice (row {row + 1})")
 
 
 def read_parquet(path: str | os.PathLike, columns: list[str] | None = None) -> pd.DataFrame:

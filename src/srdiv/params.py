@@ -120,12 +120,14 @@ class Check:
     of the record ``keys``, each with a list of such values), ``any``; ``alternatives`` accepts a
     value that passes one of them. ``nullable``: null is allowed (an overlay removing a row or key).
     ``retired``: keys of a record's old form, with the form that replaced them. ``what``: how
-    :meth:`describe` names the kind.
+    :meth:`describe` names the kind. ``above`` (``below``): the value must exceed ``low`` (stay under ``high``), not equal it.
     """
 
     kind: str
     low: float | None = None
     high: float | None = None
+    above: bool = False
+    below: bool = False
     choices: tuple = ()
     pattern: str | None = None
     items: "Check | None" = None
@@ -148,9 +150,9 @@ class Check:
         if self.pattern:
             text += f" matching {self.pattern}"
         if self.low is not None and self.high is not None:
-            text += f" in [{self.low}, {self.high}]"
+            text += f" in {'(' if self.above else '['}{self.low}, {self.high}{')' if self.below else ']'}"
         elif self.low is not None:
-            text += f" >= {self.low}"
+            text += f" {'>' if self.above else '>='} {self.low}"
         return text
 
 
@@ -186,16 +188,20 @@ def _table(items: Check) -> Check:
 
 
 _BOOL, _ANY, _NAME = Check("bool"), Check("any"), _str()
+MEASURE_NAME = r"(alpha_nDCG|ERR_IA|nERR_IA|P_IA|StRecall)@0*[1-9]\d*|n?NRBP"
+"""The measure names ``srdiv.metrics.evaluate`` computes (any cutoff >= 1; a test holds the two together)."""
+_MEASURE = Check(**{**_str(pattern=MEASURE_NAME).__dict__, "what": "a measure name (alpha_nDCG@20, ERR_IA@20, "
+                                                               "nERR_IA@20, P_IA@20, StRecall@20, NRBP, nNRBP; any cutoff)"})
 _REPRESENTATION = _str("doc2vec", "lda", "svd")
 _TRAIN_KEYS = dict(train_docs=_int(1), rank_docs=_int(1), epochs=_int(1), patience=_int(1), batch_size=_int(1),
-                   rank_batch=_int(1), device=_str(pattern=r"auto|cpu|cuda(:\d+)?|mps"), valid_measure=_NAME)
+                   rank_batch=_int(1), device=_str(pattern=r"auto|cpu|cuda(:\d+)?|mps"), valid_measure=_MEASURE)
 _SAMPLE_METRIC = _str(pattern=r"(alpha_nDCG_cand|alpha_DCG)@\d+")
 _SAMPLE_KEYS = dict(permutations=_int(0), draw=_str("prefixes", "per_length"), metric=_SAMPLE_METRIC,
                     alpha=_num(0, 1), pamm_positive=_int(1), pamm_negative=_int(1), pamm_metric=_SAMPLE_METRIC)
 OPTIMIZERS = ("adam", "sgd", "adagrad")
 """Optimiser names a row's ``optim.name`` may take (``srdiv.train.trainer`` maps them to torch)."""
 _ARGS = _table(Check("any", nullable=True))                 # a registry class's keywords (checked by check_rows)
-_OPTIM_ARGS = _record(nullable_keys=True, lr=Check("number", 0, None), weight_decay=_num(0))
+_OPTIM_ARGS = _record(nullable_keys=True, lr=Check("number", 0, None, above=True), weight_decay=_num(0))
 
 
 def _component(key: str, name: Check, args: Check) -> Check:
@@ -245,7 +251,7 @@ SCHEMA = Check(**{**_record(
     train=_record(**_TRAIN_KEYS),
     models=_table(_ROW),
     report=_record(
-        reference=_NAME, alpha=_num(0, 1), holm=_BOOL, main_measures=_list(_NAME), cutoff_measures=_list(_NAME),
+        reference=_NAME, alpha=Check("number", 0, 1, above=True, below=True), holm=_BOOL, main_measures=_list(_MEASURE), cutoff_measures=_list(_MEASURE),
         ablations=_table(_TABLE_SPEC), per_position=_record(model=_NAME, baseline=_NAME),
         reference_runs=_table(_NAME),
         sweeps=_table(_record(title=_NAME, x=_NAME, runs=_table(_num())))),
@@ -266,7 +272,8 @@ def _fits(value: Any, check: Check) -> bool:
         types = (int,) if check.kind == "int" else (int, float)
         if isinstance(value, bool) or not isinstance(value, types) or not math.isfinite(value):
             return False
-        return (check.low is None or value >= check.low) and (check.high is None or value <= check.high)
+        return ((check.low is None or value > check.low or (value == check.low and not check.above))
+                and (check.high is None or value < check.high or (value == check.high and not check.below)))
     if check.kind == "str":
         return (isinstance(value, str) and (not check.choices or value in check.choices)
                 and (check.pattern is None or re.fullmatch(check.pattern, value) is not None))
@@ -346,6 +353,61 @@ def validate(params: dict, path: str | os.PathLike = "params.yaml") -> None:
         raise InputError(path, problems[0] + more)
 
 
+class _StrictLoader(yaml.SafeLoader):
+    """YAML's safe loader that refuses a key given twice in one mapping (YAML keeps the last silently)
+    and an alias inside the node it names (a recursive structure)."""
+
+    def __init__(self, stream):
+        super().__init__(stream)
+        self._open: set[str] = set()
+
+    def compose_node(self, parent, index):
+        if self.check_event(yaml.AliasEvent) and self.peek_event().anchor in self._open:
+            event = self.peek_event()
+            raise yaml.composer.ComposerError(None, None, f"recursive alias *{event.anchor} (it lies inside "
+                                                          f"&{event.anchor})", event.start_mark)
+        return super().compose_node(parent, index)
+
+    def _compose_open(self, compose, anchor):
+        self._open.add(anchor)
+        try:
+            return compose(anchor)
+        finally:
+            self._open.discard(anchor)
+
+    def compose_sequence_node(self, anchor):
+        return self._compose_open(super().compose_sequence_node, anchor)
+
+    def compose_mapping_node(self, anchor):
+        return self._compose_open(super().compose_mapping_node, anchor)
+
+    def construct_mapping(self, node, deep=False):
+        if isinstance(node, yaml.MappingNode):
+            seen = set()
+            for key_node, _ in node.value:
+                if key_node.tag == "tag:yaml.org,2002:merge":
+                    continue
+                key = self.construct_object(key_node, deep=True)
+                if isinstance(key, (str, int, float, bool)) or key is None:
+                    if key in seen:
+                        raise yaml.constructor.ConstructorError(None, None, f"key {key!r} appears twice in one "
+                                                                            "mapping", key_node.start_mark)
+                    seen.add(key)
+        return super().construct_mapping(node, deep)
+
+
+def read_yaml(path: str | os.PathLike):
+    """A YAML file's value; one :class:`InputError` naming the file and line when it is not UTF-8, not
+    YAML, gives a key twice in one mapping or holds a recursive alias."""
+    try:
+        return yaml.load(read_text(path), Loader=_StrictLoader)
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None)
+        line = getattr(mark, "line", None)
+        what = " ".join(str(getattr(err, "problem", None) or err).split())   # one line, not YAML's excerpt
+        raise InputError(path, f"invalid YAML: {what}", None if line is None else line + 1) from None
+
+
 def load_params(paths: Sequence[str | os.PathLike] | str | os.PathLike) -> dict[str, Any]:
     """Load and merge one or more YAML params files."""
     if isinstance(paths, (str, os.PathLike)):
@@ -355,13 +417,9 @@ def load_params(paths: Sequence[str | os.PathLike] | str | os.PathLike) -> dict[
         path = Path(path)
         if not path.exists():
             raise InputError(path, "params file not found")
-        try:
-            loaded = yaml.safe_load(read_text(path)) or {}
-        except yaml.YAMLError as err:
-            mark = getattr(err, "problem_mark", None)
-            line = getattr(mark, "line", None)
-            what = " ".join(str(getattr(err, "problem", None) or err).split())   # one line, not YAML's excerpt
-            raise InputError(path, f"invalid YAML: {what}", None if line is None else line + 1) from None
+        if not path.is_file():
+            raise InputError(path, "params file is not a file")
+        loaded = read_yaml(path) or {}
         if not isinstance(loaded, dict):
             raise InputError(path, "params file must hold a mapping")
         validate(loaded, path)

@@ -118,3 +118,52 @@ def _import_file(path: Path) -> None:
     except BaseException:
         del sys.modules[path.stem]
         raise
+
+
+def _interval(text: str) -> tuple[float, float, bool, bool]:
+    """``"[0, 1)"`` -> (low, high, low included, high included); ``inf`` for no bound."""
+    low, high = (float(part) for part in text[1:-1].split(","))
+    return low, high, text[0] == "[", text[-1] == "]"
+
+
+def _annotation_kind(annotation) -> str:
+    """``int``, ``float``, ``bool``, ``str`` or ``ints`` (a sequence of int) of a constructor annotation."""
+    text = str(annotation).replace("typing.", "").replace(" ", "")
+    for kind, spellings in (("ints", ("Sequence[int]", "tuple[int,...]", "list[int]")), ("int", ("int",)),
+                            ("float", ("float",)), ("bool", ("bool",)), ("str", ("str",))):
+        if text in spellings:
+            return kind
+    return "any"
+
+
+def check_args(cls: type, args: dict) -> None:
+    """Each of ``args`` has the type its keyword is annotated with in ``cls``'s constructors and lies in
+    the interval the class declares for it (``ARG_RANGES = {"dropout": "[0, 1)"}``, following the class
+    chain); a ValueError names the first that does not."""
+    import inspect
+    import math
+
+    kinds, ranges = {}, {}
+    for klass in reversed(cls.__mro__):
+        ranges.update(vars(klass).get("ARG_RANGES", {}))
+        if "__init__" in vars(klass):
+            for p in inspect.signature(klass.__init__, eval_str=False).parameters.values():
+                kinds[p.name] = _annotation_kind(p.annotation)
+    for name, value in args.items():
+        kind = kinds.get(name, "any")
+        numbers = list(value) if kind == "ints" and isinstance(value, (list, tuple)) else [value]
+        ok = {"int": lambda v: isinstance(v, int) and not isinstance(v, bool),
+              "ints": lambda v: isinstance(value, (list, tuple)) and isinstance(v, int) and not isinstance(v, bool),
+              "float": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v),
+              "bool": lambda v: isinstance(v, bool), "str": lambda v: isinstance(v, str),
+              "any": lambda v: True}[kind]
+        what = {"int": "an integer", "ints": "a list of integers", "float": "a finite number", "bool": "true or false",
+                "str": "a string", "any": "a value"}[kind]
+        if not all(ok(v) for v in numbers):
+            raise ValueError(f"{name} must be {what}, got {value!r}")
+        if name in ranges and value is not None:
+            low, high, low_in, high_in = _interval(ranges[name])
+            for v in numbers:
+                if not isinstance(v, (int, float)) or not ((v >= low if low_in else v > low)
+                                                            and (v <= high if high_in else v < high)):
+                    raise ValueError(f"{name} must lie in {ranges[name]}, got {value!r}")

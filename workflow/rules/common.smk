@@ -37,7 +37,7 @@ DOCS_INPUT = [DS["docs"]] if DS.get("docs") else []
 FEATURES_FROM = DS.get("features", "text")  # text | dssa-release
 DEFAULT_REPR = DS.get("representation", "doc2vec")
 ROWS = run_rows(config)
-check_rows(config, ROWS, " + ".join(PARAMS_FILES))   # a misspelt row fails here, before any job
+check_rows(config, ROWS, PARAMS_FILES)   # a misspelt row fails here, before any job
 SPECS = model_specs(config)   # rows with `extends` resolved, parsed
 REFERENCE_RUNS = {name: str(path) for name, path in reference_runs(config).items()}
 REFERENCES = f"{WORK}/reference_runs"

@@ -34,7 +34,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from srdiv.io import InputError, atomic_dir, first_misfit, read_parquet, write_parquet, write_text
+from srdiv.io import InputError, atomic_dir, check_keys, first_misfit, read_parquet, write_parquet, write_text
 
 TABLES: dict[str, dict[str, str]] = {
     "topics": {"qid": "string", "query": "string", "description": "string", "type": "string"},
@@ -62,6 +62,11 @@ RANGES: dict[str, dict[str, tuple[float, float]]] = {
 }
 """Allowed values of numeric columns (inclusive), besides fitting their dtype and being finite."""
 
+KEYS: dict[str, list[str]] = {"topics": ["qid"], "subtopics": ["qid", "sid"], "suggestions": ["qid", "sugg_id"],
+                              "qrels": ["qid", "sid", "docno"], "run": ["qid", "docno"], "folds": ["qid"],
+                              "docs": ["docno"]}
+"""The columns that identify a row of each table: never null, never twice the same."""
+
 OPTIONAL_TABLES = {"docs"}
 DOC_GRAPH_COLUMNS = ("pagerank", "inlinks", "outlinks")
 
@@ -71,14 +76,16 @@ def conform(name: str, df: pd.DataFrame, path: str | os.PathLike = "<frame>") ->
 
     A numeric value is cast only when it fits: a number (finite), a whole number for an integer
     column, within the dtype and :data:`RANGES`; anything else is an :class:`InputError` naming
-    the column and row, never a silently wrapped or truncated value. Extra columns are kept after
-    the required ones (e.g. graph features in ``docs``).
+    the column and row, never a silently wrapped or truncated value. Key columns (:data:`KEYS`) hold
+    no null and no two rows the same keys. Extra columns are kept after the required ones (e.g.
+    graph features in ``docs``).
     """
     spec = TABLES[name]
     missing = [c for c in spec if c not in df.columns]
     if missing:
         raise InputError(path, f"table '{name}' lacks columns {missing}")
     out = df[list(spec) + [c for c in df.columns if c not in spec]].copy()
+    check_keys(path, out, KEYS[name], f"table '{name}'")
     for col, dtype in spec.items():
         if dtype == "string":
             out[col] = out[col].astype(str).astype(object)

@@ -24,7 +24,7 @@ from srdiv.collection.schema import Collection
 from srdiv.features.bundle import Bundle
 from srdiv.features.diversity import RECORDED_FEATURES
 from srdiv.features.relevance import candidate_matrix, candidates, warn_missing
-from srdiv.io import InputError, read_parquet
+from srdiv.io import InputError, check_keys, read_parquet
 from srdiv.text.documents import doc_positions
 
 Vectors = tuple[pd.DataFrame, np.ndarray]
@@ -72,6 +72,7 @@ def read_feature_table(path, keys: list[str], names: list[str] | None = None) ->
             raise InputError(path, f"key column '{col}' is not text ({frame[col].dtype})")
     if frame.empty:
         raise InputError(path, "feature table has no rows")
+    check_keys(path, frame, keys, "feature table")
     _feature_columns(frame, keys, str(path))
     return frame
 

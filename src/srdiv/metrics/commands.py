@@ -47,6 +47,8 @@ def evaluate(
     from srdiv.metrics.evaluate import DiversityEvaluator
     from srdiv.metrics.runs import TIES, read_run
 
+    if not 0 < alpha < 1:
+        raise InputError("--alpha", f"the significance level must lie in (0, 1), got {alpha}")
     if (collection is None) == (qrels is None):
         raise typer.BadParameter("give exactly one of --collection DIR and --qrels FILE")
     if ties not in TIES:
@@ -54,6 +56,8 @@ def evaluate(
     if ties != "ndeval" and not by_score:
         raise typer.BadParameter("orders equal scores of a run ordered by score: add --by-score", param_hint="--ties")
     judged, qids, source = judgments(collection, qrels, fold)
+    if fold is not None and judged.empty:
+        raise InputError(collection / "qrels.parquet", f"no topic of fold {fold} has judgments")
     if topics is not None:
         judged = judged[judged["qid"].isin(topic_list(topics, qids, source))]
         if judged.empty:

@@ -122,6 +122,10 @@ class DALETOR(DiversityModel):
         normalize: L2-normalise ``e_q`` and ``e_i`` before anything else (Section 4.1).
     """
 
+    ARG_RANGES = {"hidden": "[1, inf)", "layers": "[0, inf)", "heads": "[1, inf)", "head_size": "[1, inf)",
+                  "group_size": "[1, inf)", "group_seed": "[0, 4294967295]", "dropout": "[0, 1)"}
+    """Allowed intervals of the constructor's arguments (:func:`srdiv.registry.check_args`)."""
+
     sequential = False
     gpu_gain = True
 

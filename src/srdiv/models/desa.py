@@ -109,6 +109,11 @@ class DESA(DiversityModel):
         scorer: "linear" (Eq. 3) or "mlp" (hidden layer of ``scorer_hidden`` ReLU units).
     """
 
+    ARG_RANGES = {"d_model": "[1, inf)", "heads": "[1, inf)", "d_ff": "[1, inf)", "enc_layers": "[0, inf)",
+                  "dec_layers": "[0, inf)", "pos_dim": "[0, inf)", "max_positions": "[1, inf)", "dropout": "[0, 1)",
+                  "scorer_hidden": "[1, inf)"}
+    """Allowed intervals of the constructor's arguments (:func:`srdiv.registry.check_args`)."""
+
     sequential = False
     gpu_gain = True
 

@@ -122,6 +122,9 @@ class SubtopicAttentionRanker(DiversityModel):
     ``normalize``: unit input vectors (the other extension of the module docstring, not in the paper).
     """
 
+    ARG_RANGES = {"hidden": "[1, inf)", "dropout": "[0, 1)"}
+    """Allowed intervals of the constructor's arguments (:func:`srdiv.registry.check_args`)."""
+
     sequential: ClassVar[bool] = True
     joint_softmax: ClassVar[bool] = False
 
@@ -285,6 +288,9 @@ class DSSA(SubtopicAttentionRanker):
     ``max_pooling=False`` is DSSA-RNN (Table 8). Other parameters: see
     :class:`SubtopicAttentionRanker` and the module docstring.
     """
+
+    ARG_RANGES = {"lam": "[0, 1]"}
+    """Allowed intervals of the constructor's arguments (:func:`srdiv.registry.check_args`)."""
 
     def __init__(self, dims: BundleDims, *, lam: float = 0.5, **params):
         super().__init__(dims, **params)

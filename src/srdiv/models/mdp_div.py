@@ -33,6 +33,9 @@ from srdiv.registry import MODELS
 class MDPDiv(DiversityModel):
     """The MDP-DIV policy: a recurrent user state ``h_t`` and a bilinear soft-max policy."""
 
+    ARG_RANGES = {"hidden": "[1, inf)", "init_scale": "(0, inf)"}
+    """Allowed intervals of the constructor's arguments (:func:`srdiv.registry.check_args`)."""
+
     sequential: ClassVar[bool] = True
 
     def __init__(self, dims: BundleDims, hidden: int = 5, init_scale: float = 1.0, representation: str = "doc2vec"):

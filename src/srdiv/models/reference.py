@@ -27,6 +27,9 @@ if TYPE_CHECKING:
 class RandomOrder(DiversityModel):
     """A seeded random order; no parameters, nothing to train."""
 
+    ARG_RANGES = {"seed": "[0, 4294967295]"}
+    """Allowed intervals of the constructor's arguments (:func:`srdiv.registry.check_args`)."""
+
     def __init__(self, dims: "BundleDims", seed: int = 0):
         super().__init__()
         self._generator = torch.Generator(device="cpu").manual_seed(seed)

@@ -49,6 +49,9 @@ AGGREGATES = ("min", "max", "avg")
 class RelationalLTR(DiversityModel):
     """The marginal relevance ``w_r^T x_i + w_n^T h_S(P_i)`` over some pairwise features ``P``."""
 
+    ARG_RANGES = {"init_scale": "(0, inf)"}
+    """Allowed intervals of the constructor's arguments (:func:`srdiv.registry.check_args`)."""
+
     sequential: ClassVar[bool] = True
 
     def __init__(self, dims: BundleDims, pair_dim: int, aggregate: str, init_scale: float):
@@ -153,6 +156,9 @@ class RLTR(RelationalLTR):
 @MODELS.register("ntn")
 class NTN(RelationalLTR):
     """R-LTR-NTN / PAMM-NTN: novelty from a bilinear tensor layer of ``slices`` slices over ``doc_vec``."""
+
+    ARG_RANGES = {"slices": "[1, inf)"}
+    """Allowed intervals of the constructor's arguments (:func:`srdiv.registry.check_args`)."""
 
     gpu_gain = True
 

@@ -95,6 +95,9 @@ class PriorModel(DiversityModel):
     become probabilities (``softmax`` or ``minmax``, module docstring).
     """
 
+    ARG_RANGES = {"lam": "[0, 1]"}
+    """Allowed intervals of the constructor's arguments (:func:`srdiv.registry.check_args`)."""
+
     sequential: ClassVar[bool] = True
 
     def __init__(self, dims: "BundleDims", prior: "ListMLE", lam: float = 0.5, prob: str = "softmax"):
@@ -127,6 +130,9 @@ class Hierarchical:
 
     ``alpha = 1`` is the flat model on level-1 suggestions; ``alpha = 0`` uses level 2 only.
     """
+
+    ARG_RANGES = {"alpha": "[0, 1]"}
+    """Allowed intervals of the constructor's arguments (:func:`srdiv.registry.check_args`)."""
 
     def __init__(self, dims: "BundleDims", prior: "ListMLE", lam: float = 0.5, alpha: float = 0.5,
                  prob: str = "softmax"):

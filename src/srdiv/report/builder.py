@@ -264,6 +264,18 @@ TUNING_NOTE = ("Each fold chose its point on its own validation queries (alpha-n
 REPORT_SUFFIXES = {".md", ".tex", ".html", ".png", ".svg"}
 """Kinds of file the report writes into ``tables/`` and ``plots/``."""
 
+README_TITLE = b"# Results: "
+"""How the results README begins."""
+
+
+def _earlier_report(path: Path) -> bool:
+    """Whether ``path`` (``README.md``, ``tables/``, ``plots/``), which no manifest records, is a report's
+    of an srdiv that kept none: a README that begins as the report's, a directory of report files only."""
+    if path.is_dir():
+        return all(p.is_file() and p.suffix in REPORT_SUFFIXES for p in path.iterdir())
+    with open(path, "rb") as fh:
+        return path.name == "README.md" and fh.read(len(README_TITLE)) == README_TITLE
+
 
 def build_report(metrics_path: Path, params: dict, params_paths: list[Path], out_dir: Path,
                  models_dir: Path | None = None, benchmarks_dir: Path | None = None,
@@ -284,7 +296,8 @@ def build_report(metrics_path: Path, params: dict, params_paths: list[Path], out
         if others:
             raise InputError(folder, f"holds files the report does not write ({', '.join(others[:3])}); "
                                      f"move them elsewhere, the report replaces this directory")
-    with atomic_set([out_dir / "README.md", out_dir / "tables", out_dir / "plots"]) as (readme, table_dir, plot_dir):
+    with atomic_set([out_dir / "README.md", out_dir / "tables", out_dir / "plots"],
+                    legacy=_earlier_report) as (readme, table_dir, plot_dir):
         _write_report(metrics_path, params, params_paths, readme, table_dir, plot_dir, out_dir.name, models_dir,
                       benchmarks_dir, metric_at_k)
     return sorted([out_dir / "README.md", *(out_dir / "tables").iterdir(), *(out_dir / "plots").iterdir()])
@@ -351,7 +364,7 @@ def _write_report(metrics_path: Path, params: dict, params_paths: list[Path], re
 
     n_queries = metrics["qid"].nunique()
     lines = [
-        f"# Results: {name}", "",
+        f"{README_TITLE.decode()}{name}", "",
         "Produced by `srdiv report` from the per-query metrics in `metrics.parquet`",
         "(columns model, variant, fold, qid, measure, value; official metrics, TREC ndeval definitions).",
         "Each query is tested once, in the test fold of its cross-validation trial; tables report the mean",

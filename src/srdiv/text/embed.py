@@ -48,7 +48,7 @@ import pyarrow.parquet as pq
 import scipy.sparse as sp
 from tqdm.auto import tqdm
 
-from srdiv.io import InputError, atomic_dir, atomic_path
+from srdiv.io import InputError, atomic_dir, atomic_path, check_keys
 
 
 # ------------------------------------------------------------------ vector tables
@@ -105,7 +105,9 @@ def read_vectors(path: str | os.PathLike, keys: Sequence[str] = ()) -> tuple[pd.
         raise InputError(path, f"vector in row {int(np.flatnonzero(~finite)[0]) + 1} has a value that is not a "
                                "finite float32")
     vectors = vectors.astype(np.float32)
-    return table.drop(["vector"]).to_pandas(), vectors
+    keys = table.drop(["vector"]).to_pandas()
+    check_keys(path, keys, given, "vector table")
+    return keys, vectors
 
 
 def warn_zero(n: int, total: int, what: str) -> None:

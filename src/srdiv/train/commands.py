@@ -55,7 +55,7 @@ def train(
 
     configure_torch(threads)
     loaded = load_params(params)
-    check_rows(loaded, [model], params[-1])
+    check_rows(loaded, [model], params)
     spec = model_spec(loaded, model)
     data, coll = Bundle.load(bundle), load_collection(collection)
     hparams = run_job(spec, data, coll, fold, out, seed=loaded.get("seed", 0),

@@ -24,6 +24,7 @@ from __future__ import annotations
 import hashlib
 import inspect
 import json
+import math
 import shutil
 import time
 from dataclasses import asdict, dataclass, fields
@@ -36,7 +37,7 @@ import torch
 
 from srdiv.collection.schema import Collection
 from srdiv.features.bundle import Bundle, BundleDims, FeatureScaler
-from srdiv.io import InputError, existing_file, load_torch, save_torch, write_parquet, write_text
+from srdiv.io import InputError, claim, existing_file, load_torch, read_json, save_torch, write_parquet, write_text
 from srdiv.metrics.runs import write_trec_run
 from srdiv.models.base import DiversityModel
 from srdiv.provenance import git_commit
@@ -85,19 +86,36 @@ def uses_gpu(spec: ModelSpec) -> bool:
     return row_device(spec) == "auto" or row_device(spec).startswith("cuda")
 
 
-def check_rows(params: dict, rows: Sequence[str], where: str = "params.yaml") -> None:
-    """Every row's model and objective are registered and take the keywords the row gives them.
+def check_rows(params: dict, rows: Sequence[str], where: str | Sequence[str | Path] = "params.yaml") -> None:
+    """Every row's model and objective are registered, take the keywords the row gives them, and
+    every value they get at every tuning point fits (:func:`srdiv.registry.check_args`, then the
+    objective built with it). What a model's constructor checks against the data's sizes,
+    :func:`run_job` checks before the first point trains.
 
-    Run before any work starts (the Snakefile and ``srdiv train``): a misspelt name or parameter is
-    one :class:`InputError` naming the row and the key.
+    Run before any work starts (the Snakefile and ``srdiv train``): a mistake is one
+    :class:`InputError` naming the row, the key and the last params file that sets the row or a row it
+    extends (``where``: the params files in merge order, or one name for them all).
     """
+    from srdiv.params import lineage
+    from srdiv.registry import check_args
+
+    sources = [] if isinstance(where, (str, Path)) else _row_sources(where)
     for row in rows:
+        try:
+            chain = set(lineage(params, row))
+        except ValueError:          # a circular 'extends', reported below
+            chain = {row}
+        source = next((path for path, rows_set in sources if rows_set & chain),
+                      sources[0][0] if sources else str(where))
+
+        def fail(key: str, err: Exception) -> InputError:
+            return InputError(source, f"models.{row}.{key}: {err.args[0] if err.args else err}")
         try:
             spec = model_spec(params, row)
             model = MODELS.get(spec.model.name)
             objective = OBJECTIVES.get(spec.objective.name) if spec.objective else None
         except (KeyError, ValueError) as err:
-            raise InputError(where, f"models.{row}: {err.args[0]}") from None
+            raise InputError(source, f"models.{row}: {err.args[0]}") from None
         for section, cls in (("model", model), ("objective", objective)):
             component = getattr(spec, section)
             given = set(component.args if component else ()) | {
@@ -105,14 +123,30 @@ def check_rows(params: dict, rows: Sequence[str], where: str = "params.yaml") ->
             known = keywords(cls) if cls is not None else set()
             unknown = sorted(given - known) if known is not None else []
             if unknown:
-                raise InputError(where, f"models.{row}.{section}.args: {cls.__name__ if cls else 'no objective'} "
-                                        f"takes no {', '.join(unknown)} (it takes {', '.join(sorted(known)) or 'none'})")
-        if objective is not None:       # objectives are cheap to build: their values are checked here too
-            for point in spec.grid():
+                raise InputError(source, f"models.{row}.{section}.args: {cls.__name__ if cls else 'no objective'} "
+                                         f"takes no {', '.join(unknown)} (it takes {', '.join(sorted(known)) or 'none'})")
+        for point in spec.grid():
+            at = spec.at(point)
+            try:
+                check_args(model, {k: v for k, v in at.model.args.items() if k != "prior"})
+            except ValueError as err:
+                raise fail("model.args", err) from None
+            if objective is not None:       # objectives are cheap to build: their values are checked here too
                 try:
-                    objective(**spec.at(point).objective.args)
+                    objective(**at.objective.args)
                 except (TypeError, ValueError) as err:
-                    raise InputError(where, f"models.{row}.objective.args: {err}") from None
+                    raise fail("objective.args", err) from None
+
+
+def _row_sources(paths: Sequence[str | Path]) -> list[tuple[str, set]]:
+    """Each params file with the rows it sets, last file first."""
+    from srdiv.params import read_yaml
+
+    found = []
+    for path in reversed(list(paths)):
+        models = (read_yaml(path) or {}).get("models") or {}
+        found.append((str(path), set(models) if isinstance(models, dict) else set()))
+    return found
 
 
 def build_model(spec: ModelSpec, dims: BundleDims, prior: DiversityModel | None = None) -> DiversityModel:
@@ -164,9 +198,20 @@ class Trained:
         path = existing_file(path, MODEL_FILE, "trained model")
         saved = load_torch(path, "trained model (model.pt of srdiv train)")
         try:
-            return cls.from_dict(saved)
+            trained = cls.from_dict(saved)
         except (KeyError, TypeError, ValueError, AttributeError) as err:
             raise InputError(path, f"not a model.pt of srdiv train ({type(err).__name__}: {err})") from None
+        bad = trained.non_finite()
+        if bad:
+            raise InputError(path, f"the model's {bad} holds values that are not finite (NaN or infinite)")
+        return trained
+
+    def non_finite(self) -> str | None:
+        """The name of the first weight (or scaler array) of this model or its prior that is not all finite."""
+        arrays = {**{f"weight '{k}'": v for k, v in self.state.items() if torch.is_tensor(v) and v.is_floating_point()},
+                  **{f"feature scaler '{k}'": torch.as_tensor(v) for k, v in asdict(self.scaler).items()}}
+        bad = next((name for name, v in arrays.items() if not torch.isfinite(v).all()), None)
+        return bad or (f"prior's {self.prior.non_finite()}" if self.prior and self.prior.non_finite() else None)
 
 
 @dataclass
@@ -215,9 +260,14 @@ def run_job(spec: ModelSpec, bundle: Bundle, collection: Collection, fold: int, 
     the ``hparams.json`` content. :func:`rank_job` then ranks the test fold.
     """
     out = Path(out)
+    check_job_dir(out, spec.row, fold, OUTPUTS)
     settings = spec.train
     split = fold_split(collection.folds, fold, _folds_file(collection))
     device = resolve_device(row_device(spec))
+    for name, qids in (("training", split.train), ("validation", split.valid)):
+        if not collection.qrels["qid"].isin(set(qids)).any():
+            raise InputError(_folds_file(collection), f"trial {fold} has no judged topic among its {name} queries: "
+                                                      "nothing to learn or measure")
     data = FoldData.make(bundle, split, settings)
     prior_model = _prior_model(spec, prior, data.scaler, device)
     valid_scorer = RunScorer(collection.qrels, split.valid, [settings.valid_measure])
@@ -229,6 +279,11 @@ def run_job(spec: ModelSpec, bundle: Bundle, collection: Collection, fold: int, 
     start = time.perf_counter()
     inputs = inputs_digest(bundle, collection, samples, prior)
     grid = spec.grid()
+    for point in grid:              # what the constructors check (DESA: heads divide d_model), before any training
+        try:
+            build_model(spec.at(point), data.valid.dims, prior_model)
+        except (TypeError, ValueError, RuntimeError) as err:
+            raise InputError("--model", f"row {spec.row} at {point or 'its settings'}: {err}") from None
     tuned, restored_epochs, restored_seconds = [], 0, 0.0
     for i, point in enumerate(grid):
         point_spec = spec.at(point)
@@ -248,6 +303,11 @@ def run_job(spec: ModelSpec, bundle: Bundle, collection: Collection, fold: int, 
             tuned.append(TunedPoint(point, point_spec, validate(model), 0, model, curve_frame([])))
     train_seconds = time.perf_counter() - start + restored_seconds
     best = max(tuned, key=lambda t: t.valid)  # the first of equals
+    trained = Trained(best.spec, data.valid.dims, _cpu_state(best.model), data.scaler, prior)
+    bad = trained.non_finite() if math.isfinite(best.valid) else "validation score"
+    if bad:
+        raise InputError("--model", f"row {spec.row} fold {fold}: training ended with a {bad} that is not finite "
+                                    "(NaN or infinite): it diverged; lower the learning rate")
 
     hparams = {"row": spec.row, "fold": fold, "seed": seed, "chosen": best.point,
                "valid_measure": settings.valid_measure, "valid": best.valid,
@@ -257,7 +317,7 @@ def run_job(spec: ModelSpec, bundle: Bundle, collection: Collection, fold: int, 
     write_text(json.dumps(hparams, indent=2, default=_jsonable) + "\n", out / "hparams.json")
     write_text(json.dumps(timings, indent=2) + "\n", out / "timings.json")
     write_parquet(best.curve, out / "curve.parquet")
-    Trained(best.spec, data.valid.dims, _cpu_state(best.model), data.scaler, prior).save(out / MODEL_FILE)
+    trained.save(out / MODEL_FILE)
     shutil.rmtree(out / "tune", ignore_errors=True)
     return hparams
 
@@ -270,6 +330,7 @@ def rank_job(trained: Trained, bundle: Bundle, collection: Collection, fold: int
     ``device``. Evaluation is a separate step (``srdiv evaluate --fold``).
     """
     out = Path(out)
+    check_job_dir(out, trained.spec.row, fold, (RUN_FILE, "rank.json"))
     settings = trained.spec.train
     device = resolve_device(row_device(trained.spec))
     split = fold_split(collection.folds, fold, _folds_file(collection))
@@ -283,6 +344,18 @@ def rank_job(trained: Trained, bundle: Bundle, collection: Collection, fold: int
     write_trec_run(run_frame(test, orders), out / RUN_FILE, tag=trained.spec.row)
     write_text(json.dumps(timings, indent=2) + "\n", out / "rank.json")
     return timings
+
+
+def check_job_dir(out: Path, row: str, fold: int, names: Sequence[str]) -> None:
+    """Before any work: ``out`` is no other job's directory (its ``hparams.json`` names another row or
+    fold), and none of the files ``names`` there is one srdiv did not write (:func:`srdiv.io.claim`)."""
+    if (out / "hparams.json").is_file():
+        theirs = read_json(out / "hparams.json", "hparams.json")
+        if (theirs.get("row"), theirs.get("fold")) != (row, fold):
+            raise InputError(out, f"holds the model of row {theirs.get('row')} fold {theirs.get('fold')}, not of "
+                                  f"row {row} fold {fold}; give this job its own directory")
+    for name in names:
+        claim(out / name)
 
 
 def _prior_model(spec: ModelSpec, prior: Trained | None, scaler: FeatureScaler,
