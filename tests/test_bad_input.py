@@ -348,11 +348,11 @@ def test_an_interrupted_collection_write_leaves_the_old_one(collection, tmp_path
     with pytest.raises(KeyboardInterrupt):
         write_collection(coll, out)
     assert {p.name: p.read_bytes() for p in out.iterdir()} == before     # the old collection, whole
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["coll"]        # no temporary directory left
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["coll"]        # no temporary directory, no new record
     monkeypatch.undo()
     write_collection(coll, out)                                          # uninterrupted: the new one, whole
     assert load_collection(out).run["score"].equals(coll.run["score"])
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["coll"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".srdiv-outputs.json", "coll"]
 
 
 # ------------------------------------------------------------------ params validated at load

@@ -365,8 +365,11 @@ CASES = [
     ("relevance: --docs not UTF-8", lambda d: (d / "docs.jsonl").write_bytes(b'{"docno": "a"}\n{"docno": "\xff"}\n'),
      lambda d: RELEVANCE(d) + ["--docs", d / "docs.jsonl"], "docs.jsonl:2", "not UTF-8 text"),
     ("pseudo-docs: embed model of garbage", garbage("embed/lda.model"),
-     lambda d: ["pseudo-docs", *C(d), *P(d), "--embed-dir", d / "embed", "--out", d / "pd"], "lda.model",
-     "not a readable lda model of 'srdiv embed'"),
+     lambda d: ["pseudo-docs", *C(d), *P(d), "--embed-dir", d / "embed", "--out", d / "pd"], "embed",
+     "a directory of trained models was changed since srdiv wrote it"),
+    ("pseudo-docs: an --embed-dir srdiv did not write", lambda d: shutil.copytree(d / "embed", d / "downloaded"),
+     lambda d: ["pseudo-docs", *C(d), *P(d), "--embed-dir", d / "downloaded", "--out", d / "pd"], "downloaded",
+     "a directory of trained models that srdiv did not record writing"),
     ("subset: no queries", nothing, SUBSET(queries=0), "coll", "--queries 0: choose 1 to 2"),
     ("subset: more queries than the collection", nothing, SUBSET(queries=1000), "coll", "--queries 1000: choose 1 to 2"),
     ("subset: one fold", nothing, SUBSET(folds=1), "coll", "--folds 1: choose 2 to 2"),
@@ -467,6 +470,35 @@ CASES = [
      lambda d: ["evaluate", *C(d), "--run", d / "r.parquet", "--out", d / "m.parquet"], "r.parquet", "score"),
     ("collection subset: a qrels row twice", table("coll/qrels.parquet", lambda f: pd.concat([f, f.iloc[:1]])), SUBSET(),
      "qrels.parquet", "appears twice"),
+    # every artifact records what it is, and every consumer checks it
+    ("rank: a model of another fold", lambda d: shutil.copytree(d / "models/ListMLE/fold1", d / "models/ListMLE/fold2"),
+     lambda d: ["rank", *C(d), "--bundle", d / "bundle.npz", "--fold", 2, "--model-dir", d / "models/ListMLE/fold2",
+                "--out", d / "models/ListMLE/fold2"], "--model-dir", "the model was trained for trial 1"),
+    ("rank: a model.pt copied into another job's directory",
+     lambda d: (cli(*TRAIN("Initial")(d)), shutil.copy(d / "models/ListMLE/fold1/model.pt", d / "models/Initial/fold1")),
+     lambda d: ["rank", *C(d), "--bundle", d / "bundle.npz", "--fold", 1, "--model-dir", d / "models/Initial/fold1",
+                "--out", d / "models/Initial/fold1"], "Initial/fold1/model.pt", "was changed since srdiv wrote it"),
+    ("rank: a model.pt copied where no manifest records it",
+     lambda d: (cli(*TRAIN("Initial")(d)), (d / "models/Initial/fold1/.srdiv-outputs.json").unlink(),
+                shutil.copy(d / "models/ListMLE/fold1/model.pt", d / "models/Initial/fold1")),
+     lambda d: ["rank", *C(d), "--bundle", d / "bundle.npz", "--fold", 1, "--model-dir", d / "models/Initial/fold1",
+                "--out", d / "models/Initial/fold1"], "Initial/fold1/model.pt",
+     "a model of row ListMLE fold 1 other than the one its directory's hparams.json records"),
+    ("rank: a bundle other than the model's", arrays("bundle.npz", lambda a: a["rel_feat"].__setitem__((0, 0, 0), 0.5)),
+     RANK, "--bundle", "the model of row ListMLE was trained on another bundle"),
+    ("train: a prior of another fold", lambda d: shutil.copytree(d / "models/ListMLE/fold1", d / "models/ListMLE/fold2"),
+     lambda d: ["train", *C(d), *P(d), "--bundle", d / "bundle.npz", "--fold", 2, "--model", "MMR", "--out",
+                d / "models/MMR/fold2", "--prior", d / "models/ListMLE/fold2", "--no-progress"], "--prior",
+     "the prior was trained for trial 1, not 2"),
+    ("gather: a run placed under another row", lambda d: (
+        shutil.copytree(d / "models/ListMLE", d / "models/Initial"),
+        (d / "g2.yaml").write_text("run_models: [Initial]\nfolds: [1]\n")),
+     lambda d: ["gather", "--models", d / "models", "--params", ROOT / "params.yaml", "--params", d / "g2.yaml",
+                "--out", d / "metrics2.parquet"], "Initial/fold1/hparams.json",
+     "records row ListMLE fold 1, but lies where row Initial fold 1 belongs"),
+    ("gather: a run of another model", lambda d: text("models/ListMLE/fold1/rank.json", (
+        d / "models/ListMLE/fold1/rank.json").read_text().replace('"fold": 1', '"fold": 2'))(d), GATHER,
+     "rank.json", "the run was ranked with a model of row ListMLE fold 2"),
     # a command never replaces a file it did not write (the manifest .srdiv-outputs.json records what it wrote)
     ("report: --out over a README the user wrote", lambda d: ((d / "mine").mkdir(), text("mine/README.md", "notes")(d)),
      out_at(REPORT, "mine"), "mine/README.md", "exists and srdiv did not write it"),
@@ -474,7 +506,8 @@ CASES = [
      "results/README.md", "was changed since srdiv wrote it"),
     ("train: --out at another row's directory", nothing, out_at(TRAIN("Initial"), "models/ListMLE/fold1"),
      "ListMLE/fold1", "holds the model of row ListMLE fold 1, not of row Initial fold 1"),
-    ("train: --out over a model.pt that is not srdiv's", text("models/Initial/fold1/model.pt", "x"),
+    ("train: --out over a model.pt that is not srdiv's",
+     lambda d: ((d / "models/Initial/fold1").mkdir(parents=True), text("models/Initial/fold1/model.pt", "x")(d)),
      out_at(TRAIN("Initial"), "models/Initial/fold1"), "model.pt", "exists and srdiv did not write it"),
     ("rank: --out at another row's directory", lambda d: (d / "models/Other/fold1").mkdir(parents=True) or
      (d / "models/Other/fold1/hparams.json").write_text('{"row": "Other", "fold": 1}'),
@@ -677,3 +710,179 @@ def test_the_next_run_removes_a_killed_runs_temporary_files(workspace, tmp_path)
     with np.load(d / "bundle.npz", allow_pickle=False) as new, np.load(workspace / "bundle.npz") as old:
         assert new.files == old.files and all(np.array_equal(new[k], old[k]) for k in old.files)
     assert (d / "results/README.md").read_text().startswith("# Results: results")
+
+
+# ---------------------------------------------------------------------------------- every command, every input
+
+def EMBED(d):
+    return ["embed", *C(d), *P(d), "--out", d / "embed2"]
+
+
+def PSEUDO(d):
+    return ["pseudo-docs", *C(d), *P(d), "--embed-dir", d / "embed", "--out", d / "pd2"]
+
+
+COLL = ["coll/topics.parquet", "coll/qrels.parquet", "coll/folds.parquet"]
+READS = {
+    "collection subset": (SUBSET(), [*COLL, "coll/subtopics.parquet", "coll/suggestions.parquet", "coll/run.parquet",
+                                     "coll/docs.parquet"]),
+    "evaluate": (EVALUATE, ["models/ListMLE/fold1/run.txt", *COLL]),
+    "embed": (EMBED, ["coll/docs.parquet", "overlay.yaml"]),
+    "pseudo-docs": (PSEUDO, ["embed/doc2vec.model", "embed/lda.model", "coll/suggestions.parquet"]),
+    "features relevance": (RELEVANCE, ["coll/docs.parquet", "coll/run.parquet", "coll/suggestions.parquet"]),
+    "features diversity": (DIVERSITY, ["embed/lda.parquet", "coll/docs.parquet"]),
+    "bundle": (BUNDLE, ["embed/lda.parquet", "pd/lda.parquet", "rel.parquet", "div.parquet", "coll/run.parquet"]),
+    "samples": (SAMPLES, ["bundle.npz", "coll/qrels.parquet", "coll/folds.parquet"]),
+    "train": (TRAIN("ListMLE"), ["bundle.npz", "coll/qrels.parquet", "coll/folds.parquet", "overlay.yaml"]),
+    "rank": (RANK, ["bundle.npz", "models/ListMLE/fold1/model.pt", "coll/folds.parquet"]),
+    "gather": (GATHER, ["models/ListMLE/fold1/metrics.parquet"]),
+    "report": (REPORT, ["metrics.parquet", "models/ListMLE/fold1/hparams.json", "models/ListMLE/fold1/timings.json",
+                        "models/ListMLE/fold1/curve.parquet"]),
+}
+"""Each command, and the files it reads that a user could damage."""
+
+KEY_COLUMN = {"metrics.parquet": "qid", "curve.parquet": "epoch", "docs.parquet": "docno"}
+"""The column a table's "missing column" and "wrong type" damages take (else its first)."""
+
+
+def _frame_damage(kind, name):
+    def change(f):
+        col = KEY_COLUMN.get(name, f.columns[0])
+        if kind == "missing column":
+            return f.drop(columns=col)
+        if kind == "extra column":
+            return f.assign(extra_column=1)
+        if kind == "duplicate keys":
+            return pd.concat([f, f.iloc[:1]], ignore_index=True)
+        if kind == "wrong type":
+            return f.assign(**{col: 7 if f[col].dtype == object or pd.api.types.is_string_dtype(f[col]) else "x"})
+        numbers = [c for c in f.columns if pd.api.types.is_float_dtype(f[c]) and c != "loss"]   # a diverged epoch's
+        col = numbers[0] if numbers else f.columns[0]
+        values = f[col].astype(object) if not numbers else f[col].copy()
+        values.iloc[0] = np.nan if numbers else None
+        return f.assign(**{col: values})                     # NaN: a number NaN, else a null key
+    return change
+
+
+def _text_damage(kind, suffix):
+    def spoil(path):
+        data = path.read_bytes()
+        lines = data.decode().splitlines(keepends=True)
+        if suffix == ".json":
+            value = {"missing column": "{}", "extra column": data.decode().replace("{", '{"extra": 1,', 1),
+                     "wrong type": data.decode().replace(": ", ': "x" , "was": ', 1),
+                     "duplicate keys": data.decode().replace("{", "{" + data.decode().split(",")[0].strip("{ \n") + ",", 1),
+                     "NaN": data.decode().replace(": ", ": NaN, \"was\": ", 1)}[kind]
+            path.write_text(value)
+        elif suffix == ".yaml":
+            path.write_text({"missing column": "train: {epochs: }\n" + data.decode(),
+                             "extra column": data.decode() + "extra_key: 1\n",
+                             "wrong type": "folds: x\n" + data.decode(), "duplicate keys": data.decode() + lines[0],
+                             "NaN": "seed: .nan\n" + data.decode()}[kind])
+        else:                                               # a TREC run: qid Q0 docno rank score tag
+            fields = lines[0].split()
+            changed = {"missing column": " ".join(fields[:-1]), "extra column": " ".join(fields + ["x"]),
+                       "wrong type": " ".join(fields[:3] + ["x"] + fields[4:]), "duplicate keys": lines[0].strip(),
+                       "NaN": " ".join(fields[:4] + ["nan"] + fields[5:])}[kind]
+            path.write_text((changed + "\n" + "".join(lines[1:])) if kind != "duplicate keys"
+                            else "".join(lines) + changed + "\n")
+    return spoil
+
+
+def _binary_damage(kind, suffix):
+    def spoil(path):
+        if suffix == ".npz":
+            with np.load(path, allow_pickle=False) as z:
+                values = dict(z)
+            first = next(k for k in values if values[k].dtype.kind == "f")
+            if kind == "missing column":
+                values.pop(first)
+            elif kind == "extra column":
+                values["extra"] = np.zeros(3)
+            elif kind == "wrong type":
+                values[first] = values[first].astype(str)
+            elif kind == "duplicate keys":
+                values[first] = np.concatenate([values[first], values[first][:1]])
+            else:
+                values[first] = values[first].copy()
+                values[first].flat[0] = np.nan
+            with open(path, "wb") as fh:
+                np.savez(fh, **values)
+        elif kind == "NaN" and suffix == ".pt":
+            model_weights(lambda state: next(iter(state.values())).fill_(float("nan")))(path.parents[3])
+        else:                                               # model.pt, a gensim model: bytes not as written
+            data = path.read_bytes()
+            path.write_bytes({"missing column": b"", "extra column": data + b"\x00extra",
+                              "wrong type": b"\x80\x04K\x07.", "duplicate keys": data + data,
+                              "NaN": data[: len(data) // 3]}[kind])
+    return spoil
+
+
+DAMAGES = ["truncated", "missing column", "extra column", "wrong type", "duplicate keys", "NaN"]
+ACCEPTABLE = {"extra column"}
+"""Damage a command may take in its stride (a column or key it does not read); it still never shows a traceback."""
+
+
+def damage(rel, kind):
+    """Spoil the workspace file ``rel`` with one damage of ``kind``."""
+    def spoil(d):
+        path = d / rel
+        if kind == "truncated":
+            data = path.read_bytes()
+            cut = len(data) // 2
+            if path.suffix in (".txt", ".yaml"):               # in the middle of a line's first field
+                cut = data.index(b"\n", cut) + 2
+            path.write_bytes(data[:cut])
+        elif path.suffix == ".parquet":
+            table(rel, _frame_damage(kind, path.name))(d)
+        elif path.suffix in (".json", ".yaml", ".txt"):
+            _text_damage(kind, path.suffix)(path)
+        else:
+            _binary_damage(kind, path.suffix)(path)
+    return spoil
+
+
+WALK = [(f"{name}: {rel} {kind}", name, rel, kind) for name, (_, reads) in READS.items() for rel in reads
+        for kind in DAMAGES]
+
+
+@pytest.mark.parametrize("case, name, rel, kind", WALK, ids=[w[0] for w in WALK])
+def test_every_command_over_damaged_inputs(workspace, tmp_path, case, name, rel, kind):
+    """Each command over each input it reads, damaged each way a file can be: one line ``error: ...`` naming
+    the file, exit status 2, no traceback and nothing written (or, for a column it does not read, success)."""
+    d = tmp_path / "w"
+    shutil.copytree(workspace, d)
+    damage(rel, kind)(d)
+    args = READS[name][0](d)
+    before = snapshot(d)
+    code, err = cli(*args)
+    lines = [line for line in err.splitlines() if line.strip() and not line.startswith(("note:", "warning:"))]
+    assert "Traceback" not in err, err[-3000:]
+    if code == 0 and kind in ACCEPTABLE:
+        return
+    assert code == 2, err[-3000:]
+    assert len(lines) == 1 and lines[0].startswith("error: "), err[-3000:]
+    assert Path(rel).name in lines[0] or Path(rel).parent.name in lines[0], lines[0]
+    assert snapshot(d) == before
+
+
+@pytest.mark.parametrize("name", list(READS))
+def test_every_command_over_a_non_utf8_path(workspace, tmp_path, name):
+    """Every path argument renamed to a name with a byte that is not UTF-8: the command works, or ends
+    in one line (the byte shown as an escape), never a traceback."""
+    import os
+
+    d = tmp_path / "w"
+    shutil.copytree(workspace, d)
+    args = READS[name][0](d)
+    odd = []
+    for i, arg in enumerate(args):
+        if isinstance(arg, Path) and arg.exists() and arg.parent == d and arg != d / "coll":
+            target = d / (arg.name + os.fsdecode(b"\xff"))
+            shutil.move(arg, target)
+            args[i] = target
+            odd.append(target)
+    code, err = cli(*args)
+    lines = [line for line in err.splitlines() if line.strip() and not line.startswith(("note:", "warning:"))]
+    assert "Traceback" not in err, err[-3000:]
+    assert code == 0 or (code == 2 and len(lines) == 1 and lines[0].startswith("error: ")), err[-3000:]

@@ -452,7 +452,8 @@ def test_a_training_without_a_progress_bar_logs_one_line_per_epoch(tmp_path, mon
     main()
     lines = [line for line in capsys.readouterr().err.splitlines() if " epoch " in line]
     assert lines == []                                       # Cover has no objective: nothing is trained
-    monkeypatch.setattr(sys, "argv", [a if a != "Cover" else "ListMLE" for a in sys.argv])
+    monkeypatch.setattr(sys, "argv", [{"Cover": "ListMLE", str(tmp_path / "out"): str(tmp_path / "out2")}.get(a, a)
+                                      for a in sys.argv])
     main()
     lines = [line for line in capsys.readouterr().err.splitlines() if " epoch " in line]
     assert len(lines) == PARAMS["train"]["epochs"] and lines[0].startswith("ListMLE fold2")

@@ -69,3 +69,42 @@ def test_a_real_command_stopped_by_a_signal_fails(sig, codes, tmp_path):
     _, err = proc.communicate(timeout=60)
     assert proc.returncode in codes, err[-2000:]
     assert not list(tmp_path.glob("embed/*.parquet"))
+
+
+IMPORT_SIGNAL = """
+import importlib.abc, os, signal, sys
+
+SIG = getattr(signal, sys.argv[1])
+
+
+class Signal(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name == "typer":                       # srdiv.cli's first heavy import
+            os.kill(os.getpid(), SIG)
+        return None
+
+sys.meta_path.insert(0, Signal())
+sys.argv = ["srdiv", "--help"]
+from srdiv.launch import main
+main()
+"""
+
+
+@pytest.mark.parametrize("sig,code", [("SIGINT", 130), ("SIGTERM", 143)])
+def test_a_signal_while_the_commands_are_imported_is_an_interrupt(sig, code):
+    """The entry point sets its handlers before it imports the commands: a signal during those imports
+    ends the program with one line and 130 or 143, no traceback."""
+    proc = subprocess.run([sys.executable, "-c", IMPORT_SIGNAL, sig], cwd=ROOT, capture_output=True, text=True,
+                          timeout=120, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    lines = [line for line in proc.stderr.splitlines() if line.strip()]
+    assert proc.returncode == code, proc.stderr[-2000:]
+    assert len(lines) == 1 and lines[0].startswith(f"interrupted by {sig}"), proc.stderr[-2000:]
+    assert proc.stdout == ""
+
+
+def test_the_installed_program_starts_at_the_launcher():
+    """``srdiv`` on the PATH runs :func:`srdiv.launch.main` (pyproject's entry point), not the command line directly."""
+    from importlib.metadata import entry_points
+
+    (script,) = [e for e in entry_points(group="console_scripts") if e.name == "srdiv"]
+    assert script.value == "srdiv.launch:main"

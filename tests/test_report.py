@@ -1,6 +1,7 @@
 """Report tables: means, bold, paired t-test markers, Holm, per-position, file formats."""
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -8,6 +9,7 @@ import pytest
 import yaml
 from scipy import stats
 
+from srdiv.io import InputError
 from srdiv.metrics.stats import holm_adjust, paired_pvalues
 from srdiv.report.builder import build_report, build_tables, params_hash
 
@@ -122,6 +124,9 @@ def test_build_report_writes_every_format(tmp_path):
     for path in (ppath, overlay):  # every merged params file is named with its hash
         assert f"`{path.as_posix()}`, hash `{params_hash(path)}`" in readme
     (tmp_path / "out/tables/ablation-gone.md").write_text("a table of an earlier report")
+    with pytest.raises(InputError, match="tables: was changed since srdiv wrote it"):
+        build_report(mpath, params, [ppath, overlay], tmp_path / "out")      # not as the report left it
+    (tmp_path / "out/.srdiv-outputs.json").unlink()                          # an earlier srdiv's: no manifest
     build_report(mpath, params, [ppath, overlay], tmp_path / "out")          # a second report replaces the first
     assert not (tmp_path / "out/tables/ablation-gone.md").exists() and (tmp_path / "out/tables/main.md").exists()
     build_report(mpath, params, [ppath, overlay], tmp_path / "again")
@@ -129,20 +134,34 @@ def test_build_report_writes_every_format(tmp_path):
         assert (tmp_path / "out/plots" / plot).read_bytes() == (tmp_path / "again/plots" / plot).read_bytes()
 
 
+def write_job(out: Path, row: str, fold: int, hparams: dict | None = None, timings: dict | None = None,
+              rank: dict | None = None) -> None:
+    """The records of a trained and ranked job (as ``srdiv train`` and ``srdiv rank`` write them), with changes."""
+    identity = {"row": row, "fold": fold, "params": "p" * 64, "bundle": "b" * 64, "data": "d" * 64}
+    out.mkdir(parents=True, exist_ok=True)
+    records = {
+        "hparams.json": {**identity, "seed": 0, "chosen": {}, "valid_measure": "alpha_nDCG@20", "valid": 0.5,
+                         "grid": [{"point": {}, "valid": 0.5, "best_epoch": 0, "epochs": 0}],
+                         "spec": {"train": {"epochs": 10}}, **(hparams or {})},
+        "timings.json": {"train_seconds": 1.0, "restored_epochs": 0, "tune_points": 1, "device": "cpu",
+                         "commit": "abc1234", **(timings or {})},
+        "rank.json": {"rank_ms_per_query": 1.0, "test_queries": 3, "device": "cpu", "model": identity, **(rank or {})},
+    }
+    for name, record in records.items():
+        (out / name).write_text(json.dumps(record))
+
+
 def test_performance_table_counts_trainings_best_at_their_last_epoch_and_their_devices(tmp_path):
     from srdiv.report.builder import RunSpec, convergence_note, performance_table, unbenchmarked_note
     from srdiv.report.tables import frame_markdown
 
     def job(row, fold, best_epoch, epochs, allowed):
-        out = tmp_path / "models" / row / f"fold{fold}"
-        out.mkdir(parents=True)
         grid = [{"point": {"lam": 0.5}, "valid": 0.5, "best_epoch": best_epoch, "epochs": epochs},
                 {"point": {"lam": 0.8}, "valid": 0.4, "best_epoch": allowed, "epochs": allowed}]
-        (out / "hparams.json").write_text(json.dumps({"chosen": {"lam": 0.5}, "grid": grid,
-                                                      "spec": {"train": {"epochs": allowed}}}))
-        timings = {"train_seconds": 10.0 * fold, **({"device": "cuda"} if row == "B" else {})}
-        (out / "timings.json").write_text(json.dumps(timings))
-        (out / "rank.json").write_text(json.dumps({"rank_ms_per_query": 1.0, "device": "cpu"}))
+        write_job(tmp_path / "models" / row / f"fold{fold}", row, fold,
+                  hparams={"chosen": {"lam": 0.5}, "grid": grid, "spec": {"train": {"epochs": allowed}}},
+                  timings={"train_seconds": 10.0 * fold, "device": "cuda" if row == "B" else "cpu"},
+                  rank={"device": "cuda:1"})
 
     job("A", 1, 10, 10, 10)   # best at the last epoch allowed
     job("A", 2, 4, 7, 10)     # stopped early
@@ -152,7 +171,17 @@ def test_performance_table_counts_trainings_best_at_their_last_epoch_and_their_d
     perf = performance_table(tmp_path / "models", None, specs)
     assert perf.set_index("Method")["best at last epoch"].fillna("-").to_dict() == {"A": "1/2", "B": "1/1", "C": "-"}
     assert perf.set_index("Method")["trained on"].to_dict() == {     # the training device, not the ranking one
-        "A": "not recorded (2)", "B": "cuda (1)", "C": "not recorded (1)"}
+        "A": "cpu (2)", "B": "cuda (1)", "C": "cpu (1)"}
+    with pytest.raises(InputError, match="row B has no job records for fold 2, which the metrics hold"):
+        performance_table(tmp_path / "models", None, specs, folds=[1, 2])      # never a median over fewer folds
+    (tmp_path / "models/A/fold2/rank.json").unlink()
+    with pytest.raises(InputError, match="A/fold2/rank.json: missing"):
+        performance_table(tmp_path / "models", None, specs)
+    write_job(tmp_path / "models/A/fold2", "A", 2, rank={"model": {**json.loads(
+        (tmp_path / "models/A/fold1/rank.json").read_text())["model"]}})          # the run of fold 1's model
+    with pytest.raises(InputError, match="the run was ranked with a model of row A fold 1"):
+        performance_table(tmp_path / "models", None, specs)
+    job("A", 2, 4, 7, 10)                                                    # as it was
     assert "2 of 3 (67%)" in convergence_note(perf)
     assert unbenchmarked_note(perf) == ""                                   # no benchmark records asked for
     bench = tmp_path / "bench" / "train"
@@ -183,10 +212,8 @@ def test_tuning_table_lists_each_folds_choice_and_counts_grid_ends(tmp_path):
     from srdiv.report.builder import RunSpec, tuning_table
 
     def job(row, fold, chosen, grid):
-        out = tmp_path / "models" / row / f"fold{fold}"
-        out.mkdir(parents=True)
-        (out / "hparams.json").write_text(json.dumps({"fold": fold, "chosen": chosen,
-                                                      "grid": [{"point": p} for p in grid]}))
+        write_job(tmp_path / "models" / row / f"fold{fold}", row, fold, hparams={
+            "chosen": chosen, "grid": [{"point": p, "valid": 0.5, "best_epoch": 1, "epochs": 1} for p in grid]})
 
     grid = [{"lam": lam, "lr": lr} for lam in (0.0, 0.5, 1.0) for lr in (0.01, 0.1)]
     for fold, chosen in ((2, {"lam": 1.0, "lr": 0.1}), (1, {"lam": 0.5, "lr": 0.1}), (3, {"lam": 0.0, "lr": 0.01})):
@@ -202,7 +229,8 @@ def test_tuning_table_lists_each_folds_choice_and_counts_grid_ends(tmp_path):
     assert table.loc[("C", "cell")].to_dict() == {"grid": "gru, lstm, rnn", "folds": "1", "chosen": "gru",
                                                   "at an end of the grid": ""}
     assert tuning_table(None, specs).empty
-    (tmp_path / "models/C/fold1/hparams.json").write_text(json.dumps({"fold": 1}))
+    hparams = json.loads((tmp_path / "models/C/fold1/hparams.json").read_text())
+    (tmp_path / "models/C/fold1/hparams.json").write_text(json.dumps({k: v for k, v in hparams.items() if k != "chosen"}))
     with pytest.raises(InputError, match="C/fold1/hparams.json.*no 'chosen'"):
         tuning_table(tmp_path / "models", specs)
 
@@ -229,14 +257,14 @@ def test_the_readme_names_the_commit_each_row_was_trained_at(tmp_path):
     from srdiv.report.builder import RunSpec, training_commits
 
     for row, fold, commit in (("DSSA", 1, "abc1234"), ("DSSA", 2, "abc1234"), ("xQuAD", 1, "def5678")):
-        (tmp_path / row / f"fold{fold}").mkdir(parents=True)
-        (tmp_path / row / f"fold{fold}" / "timings.json").write_text(json.dumps({"commit": commit}))
-    (tmp_path / "Old" / "fold1").mkdir(parents=True)
-    (tmp_path / "Old" / "fold1" / "timings.json").write_text("{}")
-    specs = [RunSpec(k, k, "", "explicit") for k in ("DSSA", "xQuAD", "Old", "Initial")]
+        write_job(tmp_path / row / f"fold{fold}", row, fold, timings={"commit": commit})
+    specs = [RunSpec(k, k, "", "explicit") for k in ("DSSA", "xQuAD", "Initial")]
     assert training_commits(tmp_path, specs) == ["- rows trained at commit `abc1234`: DSSA",
-                                                 "- rows trained at commit `def5678`: xQuAD",
-                                                 "- rows trained at commit `not recorded`: Old"]
+                                                 "- rows trained at commit `def5678`: xQuAD"]
+    (tmp_path / "Old" / "fold1").mkdir(parents=True)
+    (tmp_path / "Old" / "fold1" / "timings.json").write_text("{}")      # a record of an earlier srdiv
+    with pytest.raises(InputError, match="Old/fold1/hparams.json: missing"):
+        training_commits(tmp_path, [*specs, RunSpec("Old", "Old", "", "explicit")])
 
 
 def test_learning_curve_mean_stops_where_the_first_fold_stopped():

@@ -73,7 +73,7 @@ def test_read_docs_errors_name_file_and_line(tmp_path):
     with pytest.raises(InputError, match="lacks columns"):
         read_docs(bad)
     bad.write_text('{"docno": "a", "title": "", "body": "", "anchor": "", "url": ""}\n' * 2)
-    with pytest.raises(InputError, match="more than once"):
+    with pytest.raises(InputError, match="docno 'a' appears twice"):
         read_docs(bad)
     with pytest.raises(InputError, match="not found"):
         read_docs(tmp_path / "missing.jsonl")

@@ -17,6 +17,7 @@ from pathlib import Path
 import typer
 
 from srdiv.io import InputError, check_output, claim
+from srdiv.launch import INTERRUPTED, Terminated, stopped, terminate
 from srdiv.workflow import generated
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
@@ -77,31 +78,24 @@ for _info in [*app.registered_commands, *(c for g in app.registered_groups for c
     _info.callback = _guard_outputs(_info.name or _info.callback.__name__.replace("_", "-"), _info.callback)
 
 
-class Terminated(BaseException):
-    """SIGTERM, raised where the program is so that ``finally`` blocks and atomic writes clean up."""
-
-
-def _terminate(signum, frame) -> None:
-    raise Terminated()
-
-
-INTERRUPTED = {130: "SIGINT", 143: "SIGTERM"}
-"""Exit status of an interrupted command: 128 + the signal's number, as a shell reports a killed process."""
+def _error(message: str) -> None:
+    """One line ``error: message`` (a path's bytes that are not UTF-8 shown as escapes), exit status 2."""
+    line = f"error: {message}".encode("utf-8", "backslashreplace").decode("utf-8")
+    typer.secho(" ".join(line.split()), err=True, fg=typer.colors.RED)
+    sys.exit(2)
 
 
 def main() -> None:
     """Entry point: bad input ends with one clear line and exit status 2; an interrupt is never success
     (SIGINT 130, SIGTERM 143, one line saying so)."""
-    signal.signal(signal.SIGTERM, _terminate)
+    signal.signal(signal.SIGTERM, terminate)
     try:
         code = app(standalone_mode=False)    # typer turns Ctrl-C into the return value 130
     except InputError as err:
-        typer.secho(f"error: {err}", err=True, fg=typer.colors.RED)
-        sys.exit(2)
+        _error(str(err))
     except OSError as err:  # an output that cannot be written (no such directory, disk full, permissions)
         where = f"{err.filename}: " if err.filename else ""
-        typer.secho(f"error: {where}{err.strerror or err}", err=True, fg=typer.colors.RED)
-        sys.exit(2)
+        _error(f"{where}{err.strerror or err}")
     except Terminated:
         code = 143
     except typer.Abort:
@@ -115,6 +109,5 @@ def main() -> None:
         sys.exit(code)
     if isinstance(code, int) and code:
         if code in INTERRUPTED:
-            typer.secho(f"interrupted by {INTERRUPTED[code]}: stopped before finishing (files being written "
-                        f"were discarded; run it again)", err=True, fg=typer.colors.RED)
+            stopped(code)
         sys.exit(code)

@@ -151,6 +151,21 @@ def _write_manifest(folder: Path, text: str | None) -> None:
         raise
 
 
+def verify(path: str | os.PathLike, what: str, required: bool = False) -> None:
+    """Before ``path`` (a file or directory srdiv wrote) is used: its content is what srdiv recorded in
+    the manifest beside it, else one :class:`InputError` (a file damaged, edited or replaced since). An
+    unrecorded ``path`` is an error only when ``required`` (for what is loaded with pickle: only what
+    srdiv itself wrote, and recorded, is trusted)."""
+    path = Path(path).resolve()
+    recorded = _manifest(path.parent).get(path.name)
+    if recorded is None and required:
+        raise InputError(path, f"{what} that srdiv did not record writing (no entry in {path.parent / MANIFEST}); "
+                               "only what srdiv wrote is loaded: make it again")
+    if recorded is not None and digest(path) not in recorded:
+        raise InputError(path, f"{what} was changed since srdiv wrote it (its content is not the one recorded in "
+                               f"{MANIFEST}): make it again")
+
+
 def _record(path: Path, new: Path) -> Callable[[], None]:
     """Record in ``path``'s directory that ``new`` (about to be renamed to ``path``) is srdiv's; the
     present content stays recorded too until the next write. Returns what puts the manifest back
@@ -297,15 +312,15 @@ def check_output(out: str | os.PathLike, inputs: list[str | os.PathLike], whole_
             raise InputError(out, f"the output lies inside the input directory {given}; choose another path")
 
 
-def save_torch(obj, path: str | os.PathLike) -> None:
-    """``torch.save`` atomically, the same bytes for the same object.
+def save_torch(obj, path: str | os.PathLike, legacy: Callable[[Path], bool] | None = None) -> None:
+    """``torch.save`` atomically, the same bytes for the same object (``legacy``: :func:`claim`).
 
     Saved to a file name, torch names the archive's records after that (temporary, random) name;
     through a file object they are always ``archive/...``.
     """
     import torch
 
-    with atomic_path(path) as tmp, open(tmp, "wb") as fh:
+    with atomic_path(path, legacy) as tmp, open(tmp, "wb") as fh:
         torch.save(obj, fh)
 
 
@@ -333,14 +348,23 @@ def read_text(path: str | os.PathLike) -> str:
 
 def read_json(path: str | os.PathLike, what: str = "JSON file", kind: type = dict):
     """A JSON file's value (of type ``kind``); one :class:`InputError` naming the line when it is
-    missing, not UTF-8, malformed, or not a ``kind``."""
-    import json
-
+    missing, not UTF-8, malformed, or not a ``kind``, and the key that appears twice in one object, or
+    the NaN or Infinity (not JSON numbers, though Python writes them) it holds."""
     path = Path(path)
     if not path.is_file():
         raise InputError(path, f"{what} not found")
+    def pairs(items: list) -> dict:
+        keys = [k for k, _ in items]
+        twice = next((k for i, k in enumerate(keys) if k in keys[:i]), None)
+        if twice is not None:
+            raise InputError(path, f"key {twice!r} appears twice in one object")
+        return dict(items)
+
+    def constant(name: str):
+        raise InputError(path, f"{name} is not a JSON number")
+
     try:
-        value = json.loads(read_text(path))
+        value = json.loads(read_text(path), object_pairs_hook=pairs, parse_constant=constant)
     except json.JSONDecodeError as err:
         raise InputError(path, f"malformed JSON: {err.msg}", err.lineno) from None
     if not isinstance(value, kind):

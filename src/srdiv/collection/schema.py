@@ -78,7 +78,7 @@ def conform(name: str, df: pd.DataFrame, path: str | os.PathLike = "<frame>") ->
     column, within the dtype and :data:`RANGES`; anything else is an :class:`InputError` naming
     the column and row, never a silently wrapped or truncated value. Key columns (:data:`KEYS`) hold
     no null and no two rows the same keys. Extra columns are kept after the required ones (e.g.
-    graph features in ``docs``).
+    graph features in ``docs``, which must be finite numbers >= 0).
     """
     spec = TABLES[name]
     missing = [c for c in spec if c not in df.columns]
@@ -91,6 +91,14 @@ def conform(name: str, df: pd.DataFrame, path: str | os.PathLike = "<frame>") ->
             out[col] = out[col].astype(str).astype(object)
         else:
             out[col] = checked_numbers(out[col], dtype, RANGES.get(name, {}).get(col), f"table '{name}'", path)
+    for col in DOC_GRAPH_COLUMNS if name == "docs" else ():
+        if col in out.columns:
+            bad = first_misfit(out[col].to_numpy(), integer=False, low=0.0)
+            if bad is not None:
+                raise InputError(path, f"column '{col}' of document {out['docno'].iloc[bad]!r} is not a finite "
+                                       f"number >= 0 (got {out[col].iloc[bad]!r})")
+            values = pd.to_numeric(out[col])      # whole counts stay integers (as the open collections hold them)
+            out[col] = values if values.dtype.kind in "iu" else values.astype(np.float64)
     return out.reset_index(drop=True)
 
 

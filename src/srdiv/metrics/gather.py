@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Callable
 
 import pandas as pd
 
 from srdiv.experiment import in_folds, model_rows, run_rows
-from srdiv.io import InputError, first_misfit, read_parquet
+from srdiv.io import InputError, check_keys, first_misfit, read_parquet
 
 COLUMNS = ["model", "variant", "fold", "qid", "measure", "value"]
 REFERENCE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]*")
@@ -23,7 +24,8 @@ REFERENCE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]*")
 
 def read_metrics(path: str | Path) -> pd.DataFrame:
     """One ``srdiv evaluate`` output (``qid, measure, value``), checked: text ``qid`` and ``measure``,
-    every value a finite number, at least one row; else one :class:`InputError` naming ``path``."""
+    every value a finite number, each (run,) query and measure once, at least one row; else one
+    :class:`InputError` naming ``path``."""
     values = read_parquet(path)
     missing = [c for c in ("qid", "measure", "value") if c not in values.columns]
     if missing:
@@ -39,6 +41,7 @@ def read_metrics(path: str | Path) -> pd.DataFrame:
         value = values["value"].iloc[bad or 0]
         value = value.item() if hasattr(value, "item") else value     # nan, not np.float64(nan)
         raise InputError(path, f"value {value!r} in row {(bad or 0) + 1} is not a finite number")
+    check_keys(path, values, [c for c in ("run", "qid", "measure") if c in values.columns], "metrics table")
     return values.assign(value=pd.to_numeric(values["value"]).astype("float64"))
 
 
@@ -76,12 +79,14 @@ def reference_metrics(metrics: dict[str, Path], folds: pd.DataFrame, fold_ids: l
     return pd.concat(frames, ignore_index=True)[COLUMNS] if frames else pd.DataFrame(columns=COLUMNS)
 
 
-def gather_metrics(models_dir: str | Path, params: dict) -> pd.DataFrame:
+def gather_metrics(models_dir: str | Path, params: dict,
+                   check: Callable[[Path, str, int], None] | None = None) -> pd.DataFrame:
     """Metrics of ``<models_dir>/<Row>/fold<k>/metrics.parquet`` for the rows and folds of ``params``.
 
     Rows are ``run_models`` (:func:`run_rows`); with a ``folds`` list every row must have every fold
     (a partial row would be averaged over fewer queries than the others), without one the folds found
-    are read and rows without any are skipped.
+    are read and rows without any are skipped. ``check(directory, row, fold)`` holds each job
+    directory's records to its row and fold before its metrics are read.
     """
     models_dir = Path(models_dir)
     rows = model_rows(params)
@@ -99,6 +104,8 @@ def gather_metrics(models_dir: str | Path, params: dict) -> pd.DataFrame:
             paths = [models_dir / row / f"fold{int(k)}" / "metrics.parquet" for k in folds]
         for path in paths:
             fold = int(path.parent.name.removeprefix("fold"))
+            if check is not None:
+                check(path.parent, row, fold)
             frames.append(read_metrics(path).assign(model=label[0], variant=label[1], fold=fold))
     if not frames:
         raise InputError(models_dir, "no <Row>/fold<k>/metrics.parquet for any row of params.yaml")

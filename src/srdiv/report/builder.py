@@ -11,11 +11,12 @@ import numpy as np
 import pandas as pd
 
 from srdiv.experiment import in_folds, model_rows, run_rows
-from srdiv.io import InputError, atomic_set, read_json, read_parquet, read_tsv, write_text
+from srdiv.io import InputError, atomic_set, first_misfit, read_parquet, read_tsv, write_text
 from srdiv.metrics.gather import reference_runs
 from srdiv.provenance import git_commit, machine
 from srdiv.report import plots
 from srdiv.report.tables import IncompleteEvidence, Table, frame_markdown, per_position_table, results_table
+from srdiv.train.records import check_job, read_curve, read_record
 
 GROUP_TITLES = {
     "initial": "Initial ranking",
@@ -137,20 +138,47 @@ def params_hash(params_path: Path) -> str:
     return hashlib.sha256(params_path.read_bytes()).hexdigest()[:12]
 
 
+JOB_RECORDS = ("hparams.json", "timings.json", "rank.json")
+"""The records of a trained and ranked job the report reads."""
+
+
+def job_records(models_dir: Path | None, spec: RunSpec, folds: list[int] | None = None) -> list[dict[str, dict]]:
+    """The records of each fold of a row (``<models_dir>/<key>/fold<k>/``), in fold order, checked: every
+    record there and whole, of this row and fold (:func:`srdiv.train.records.check_job`), and, when the
+    row has any, one job for each of ``folds`` (the folds the metrics hold): never a median over fewer."""
+    if models_dir is None:
+        return []
+    found = {}
+    for directory in (models_dir / spec.key).glob("fold*"):
+        if directory.is_dir() and directory.name[4:].isdigit() and any((directory / n).exists() for n in JOB_RECORDS):
+            missing = [n for n in JOB_RECORDS if not (directory / n).is_file()]
+            if missing:
+                raise InputError(directory / missing[0], "missing: the job's records are incomplete (train and rank "
+                                                         "it again)")
+            fold = int(directory.name[4:])
+            check_job(directory, spec.key, fold)
+            found[fold] = {name: read_record(directory / name) for name in JOB_RECORDS}
+    lacking = sorted(set(folds or []) - set(found)) if found else []
+    if lacking:
+        raise InputError(models_dir / spec.key / f"fold{lacking[0]}", f"row {spec.label} has no job records for "
+                                                                      f"fold {lacking[0]}, which the metrics hold")
+    return [found[fold] for fold in sorted(found)]
+
+
 def training_commits(models_dir: Path | None, specs: list[RunSpec]) -> list[str]:
     """README lines: the commit(s) each trained row's folds were trained at (``timings.json``)."""
     if models_dir is None:
         return []
     rows_at: dict[str, list[str]] = {}
     for spec in specs:
-        commits = {str(read_json(p, "timings.json").get("commit", "not recorded"))
-                   for p in sorted((models_dir / spec.key).glob("fold*/timings.json"))}
+        commits = {job["timings.json"]["commit"] for job in job_records(models_dir, spec)}
         for commit in sorted(commits):
             rows_at.setdefault(commit, []).append(spec.label)
     return [f"- rows trained at commit `{commit}`: {', '.join(rows)}" for commit, rows in rows_at.items()]
 
 
-def performance_table(models_dir: Path | None, benchmarks_dir: Path | None, specs: list[RunSpec]) -> pd.DataFrame:
+def performance_table(models_dir: Path | None, benchmarks_dir: Path | None, specs: list[RunSpec],
+                      folds: list[int] | None = None) -> pd.DataFrame:
     """Median train seconds and ranking ms per query over folds, with Snakemake benchmark records.
 
     Reads ``<models_dir>/<key>/fold<k>/timings.json`` (``srdiv train``),
@@ -160,16 +188,15 @@ def performance_table(models_dir: Path | None, benchmarks_dir: Path | None, spec
     (``timings.json``): train seconds on a GPU and on a CPU are not comparable. A job stopped and
     resumed has train seconds over all its sittings (``timings.json``) but job wall seconds of its
     last sitting only (the benchmark file). "best at last epoch" counts the folds whose chosen point
-    was best at the last epoch its row allows: training that may not have converged.
+    was best at the last epoch its row allows: training that may not have converged. "folds" counts the
+    jobs' records, which must cover ``folds`` (:func:`job_records`).
     """
     rows = []
     for spec in specs:
         record: dict = {"Method": spec.label}
         if models_dir is not None:
-            timings = [{**read_json(p.parent / "rank.json", "rank.json"), "device": "not recorded",
-                        **read_json(p, "timings.json")}                        # the training device, not ranking's
-                       for p in sorted((models_dir / spec.key).glob("fold*/timings.json"))
-                       if (p.parent / "rank.json").exists()]
+            jobs = job_records(models_dir, spec, folds)
+            timings = [{**job["rank.json"], **job["timings.json"]} for job in jobs]   # the training device
             if timings:
                 frame = pd.DataFrame(timings)
                 devices = sorted(frame["device"].value_counts().items())
@@ -177,8 +204,7 @@ def performance_table(models_dir: Path | None, benchmarks_dir: Path | None, spec
                                "trained on": ", ".join(f"{device} ({n})" for device, n in devices),
                                "train s (median)": frame["train_seconds"].median(),
                                "rank ms/query (median)": frame["rank_ms_per_query"].median()})
-            ends = [_best_at_last_epoch(read_json(p, "hparams.json"), p)
-                    for p in sorted((models_dir / spec.key).glob("fold*/hparams.json"))]
+            ends = [_best_at_last_epoch(job["hparams.json"]) for job in jobs]
             ends = [e for e in ends if e is not None]
             if ends:
                 record["best at last epoch"] = f"{sum(ends)}/{len(ends)}"
@@ -209,8 +235,7 @@ def tuning_table(models_dir: Path | None, specs: list[RunSpec]) -> pd.DataFrame:
     stop short of the best value). Reads ``<models_dir>/<key>/fold<k>/hparams.json``."""
     rows = []
     for spec in specs:
-        paths = (models_dir / spec.key).glob("fold*/hparams.json") if models_dir is not None else []
-        trials = sorted((_tuning_record(read_json(p, "hparams.json"), p) for p in paths), key=lambda t: t[0])
+        trials = [_tuning_record(job["hparams.json"]) for job in job_records(models_dir, spec)]
         for name in dict.fromkeys(name for _, chosen, _ in trials for name in chosen):
             grid = {point[name] for _, _, points in trials for point in points if name in point}
             numeric = all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in grid)
@@ -226,12 +251,9 @@ def tuning_table(models_dir: Path | None, specs: list[RunSpec]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["Method", "parameter", "grid", "folds", "chosen", "at an end of the grid"])
 
 
-def _tuning_record(hparams: dict, path: Path) -> tuple[int, dict, list[dict]]:
-    """``(fold, chosen point, every grid point)`` of an ``hparams.json``."""
-    try:
-        return int(hparams["fold"]), hparams["chosen"], [g["point"] for g in hparams["grid"]]
-    except (KeyError, TypeError, ValueError) as err:
-        raise InputError(path, f"not an hparams.json of srdiv train (no {err})") from None
+def _tuning_record(hparams: dict) -> tuple[int, dict, list[dict]]:
+    """``(fold, chosen point, every grid point)`` of a checked ``hparams.json``."""
+    return hparams["fold"], hparams["chosen"], [g["point"] for g in hparams["grid"]]
 
 
 def convergence_note(perf: pd.DataFrame) -> str:
@@ -311,6 +333,12 @@ def _write_report(metrics_path: Path, params: dict, params_paths: list[Path], re
     missing = {"model", "variant", "fold", "qid", "measure", "value"} - set(metrics.columns)
     if missing:
         raise InputError(metrics_path, f"metrics table lacks columns {sorted(missing)}")
+    for col in ("model", "variant", "qid", "measure"):
+        if not (pd.api.types.is_string_dtype(metrics[col]) or pd.api.types.is_object_dtype(metrics[col])) or \
+                not metrics[col].map(lambda v: isinstance(v, str)).all():
+            raise InputError(metrics_path, f"column '{col}' is not text ({metrics[col].dtype})")
+    if first_misfit(metrics["fold"].to_numpy(), integer=True, low=1) is not None:
+        raise InputError(metrics_path, "column 'fold' does not hold whole numbers >= 1")
     bad = ~np.isfinite(pd.to_numeric(metrics["value"], errors="coerce").to_numpy(np.float64))
     twice = metrics.duplicated(["model", "variant", "qid", "measure"]).to_numpy()
     for rows, what in ((bad, "is not a finite number"), (twice, "appears twice")):
@@ -346,11 +374,11 @@ def _write_report(metrics_path: Path, params: dict, params_paths: list[Path], re
         curves = []
         for spec in specs:
             for path in sorted((models_dir / spec.key).glob("fold*/curve.parquet")):
-                curves.append(read_parquet(path).assign(run=spec.label, fold=path.parent.name))
+                curves.append(read_curve(path).assign(run=spec.label, fold=path.parent.name))
         if curves:
             written += plots.learning_curves(pd.concat(curves), plot_dir / "learning-curves")
 
-    perf = performance_table(models_dir, benchmarks_dir, specs)
+    perf = performance_table(models_dir, benchmarks_dir, specs, sorted(int(f) for f in metrics["fold"].unique()))
     notes = [note for note in (convergence_note(perf), unbenchmarked_note(perf)) if note]
     if "best at last epoch" in perf:
         perf["best at last epoch"] = perf["best at last epoch"].fillna("")   # rows with nothing to train

@@ -15,8 +15,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from srdiv.collection.schema import DOC_GRAPH_COLUMNS, TABLES, conform
-from srdiv.io import InputError, first_misfit, read_parquet, read_text
+from srdiv.collection.schema import TABLES, conform
+from srdiv.io import InputError, read_parquet, read_text
 
 TEXT_COLUMNS = ("title", "body", "anchor", "url")
 """The text columns of a document; all of them make the text that doc2vec and LDA learn from."""
@@ -98,19 +98,8 @@ def read_docs(path: str | os.PathLike) -> pd.DataFrame:
         if col in df.columns and col != "docno":
             df[col] = df[col].fillna("")
     df = conform("docs", df, path)
-    if df["docno"].duplicated().any():
-        dup = df.loc[df["docno"].duplicated(), "docno"].iloc[0]
-        raise InputError(path, f"docno {dup!r} appears more than once")
     if len(df) == 0:
         raise InputError(path, "no documents")
-    for col in DOC_GRAPH_COLUMNS:
-        if col in df.columns:
-            bad = first_misfit(df[col].to_numpy(), integer=False, low=0.0)
-            if bad is not None:
-                raise InputError(path, f"column '{col}' of document {df['docno'].iloc[bad]!r} is not a finite "
-                                       f"number >= 0 (got {df[col].iloc[bad]!r})")
-            values = pd.to_numeric(df[col])      # whole counts stay integers (as the open collections hold them)
-            df[col] = values if values.dtype.kind in "iu" else values.astype(np.float64)
     return df
 
 

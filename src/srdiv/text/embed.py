@@ -48,7 +48,7 @@ import pyarrow.parquet as pq
 import scipy.sparse as sp
 from tqdm.auto import tqdm
 
-from srdiv.io import InputError, atomic_dir, atomic_path, check_keys
+from srdiv.io import InputError, atomic_dir, atomic_path, check_keys, verify
 
 
 # ------------------------------------------------------------------ vector tables
@@ -285,12 +285,16 @@ def save_model(model, out_dir: Path, name: str) -> None:
 
 
 def load_model(embed_dir: str | os.PathLike, kind: str):
-    """Load a model saved by :func:`embed_documents`: ``doc2vec``, ``lda``, ``tfidf`` or ``svd``."""
+    """Load a model saved by :func:`embed_documents`: ``doc2vec``, ``lda``, ``tfidf`` or ``svd``.
+
+    gensim's ``load`` unpickles, which can run code: a model is loaded only from a directory whose
+    every file is as ``srdiv embed`` wrote and recorded it (:func:`srdiv.io.verify`)."""
     from gensim.models import Doc2Vec, LdaModel, LsiModel, TfidfModel
 
     path = Path(embed_dir) / MODEL_FILES[kind]
     if not path.exists():
         raise InputError(path, f"trained {kind} model not found (run 'srdiv embed' first)")
+    verify(embed_dir, "a directory of trained models", required=True)     # gensim unpickles: only srdiv's own
     cls = {"doc2vec": Doc2Vec, "lda": LdaModel, "tfidf": TfidfModel, "svd": LsiModel}[kind]
     try:
         return cls.load(str(path))

@@ -112,9 +112,10 @@ def gather(
     from srdiv.io import write_parquet
     from srdiv.params import load_params
     from srdiv.metrics.gather import gather_metrics, reference_metrics, reference_runs
+    from srdiv.train.records import check_job
 
     values = load_params(params)
-    table = gather_metrics(models, values)
+    table = gather_metrics(models, values, check_job)
     names = reference_runs(values)
     if names:
         if references is None or collection is None:

@@ -37,7 +37,8 @@ import torch
 
 from srdiv.collection.schema import Collection
 from srdiv.features.bundle import Bundle, BundleDims, FeatureScaler
-from srdiv.io import InputError, claim, existing_file, load_torch, read_json, save_torch, write_parquet, write_text
+from srdiv.io import (InputError, claim, existing_file, load_torch, read_json, save_torch, verify, write_parquet,
+                      write_text)
 from srdiv.metrics.runs import write_trec_run
 from srdiv.models.base import DiversityModel
 from srdiv.provenance import git_commit
@@ -48,6 +49,7 @@ from srdiv.models.ranking import RunScorer, rank_bundle, resolve_device, run_fra
 from srdiv.registry import MODELS, OBJECTIVES
 from srdiv.sampling.samples import Samples
 from srdiv.train.folds import FoldSplit, fold_queries, fold_split
+from srdiv.train.records import check_identity, fingerprint, identity, read_record
 from srdiv.train.trainer import Callback, Trainer, curve_frame, trainable
 
 MODEL_FILE = "model.pt"
@@ -169,18 +171,22 @@ class Trained:
     state: dict
     scaler: FeatureScaler
     prior: "Trained | None" = None
+    record: dict | None = None
+    """What the model is (:data:`srdiv.train.records.IDENTITY`: row, fold, fingerprints of its settings,
+    bundle and training data); None only for a model not trained by :func:`run_job`."""
 
     def to_dict(self) -> dict:
         return {"spec": json.dumps(self.spec.to_dict()), "dims": asdict(self.dims), "state": self.state,
                 "scaler": {k: torch.as_tensor(v) for k, v in asdict(self.scaler).items()},
-                "prior": self.prior.to_dict() if self.prior else None}
+                "prior": self.prior.to_dict() if self.prior else None, "record": json.dumps(self.record)}
 
     @classmethod
     def from_dict(cls, saved: dict) -> "Trained":
         spec = ModelSpec.from_dict(json.loads(saved["spec"]))
         scaler = FeatureScaler(**{k: v.numpy() for k, v in saved["scaler"].items()})
         prior = cls.from_dict(saved["prior"]) if saved["prior"] else None
-        return cls(spec, BundleDims(**saved["dims"]), saved["state"], scaler, prior)
+        record = json.loads(saved["record"]) if "record" in saved else None
+        return cls(spec, BundleDims(**saved["dims"]), saved["state"], scaler, prior, record)
 
     def build(self, device: torch.device | str = "cpu") -> DiversityModel:
         """The model with its weights, frozen, in eval mode, on ``device``."""
@@ -204,6 +210,12 @@ class Trained:
         bad = trained.non_finite()
         if bad:
             raise InputError(path, f"the model's {bad} holds values that are not finite (NaN or infinite)")
+        verify(path, "trained model")
+        check_identity(path, trained.record)
+        if (path.parent / "hparams.json").is_file() and \
+                identity(read_record(path.parent / "hparams.json")) != identity(trained.record):
+            raise InputError(path, f"a model of row {trained.record['row']} fold {trained.record['fold']} other than "
+                                   "the one its directory's hparams.json records (copied from another job?)")
         return trained
 
     def non_finite(self) -> str | None:
@@ -268,6 +280,8 @@ def run_job(spec: ModelSpec, bundle: Bundle, collection: Collection, fold: int, 
         if not collection.qrels["qid"].isin(set(qids)).any():
             raise InputError(_folds_file(collection), f"trial {fold} has no judged topic among its {name} queries: "
                                                       "nothing to learn or measure")
+    bundle_fp = bundle_digest(bundle)
+    _check_prior_record(prior, fold, bundle_fp)
     data = FoldData.make(bundle, split, settings)
     prior_model = _prior_model(spec, prior, data.scaler, device)
     valid_scorer = RunScorer(collection.qrels, split.valid, [settings.valid_measure])
@@ -278,6 +292,8 @@ def run_job(spec: ModelSpec, bundle: Bundle, collection: Collection, fold: int, 
 
     start = time.perf_counter()
     inputs = inputs_digest(bundle, collection, samples, prior)
+    record = {"row": spec.row, "fold": fold, "params": fingerprint({"spec": spec.to_dict(), "seed": seed}),
+              "bundle": bundle_fp, "data": inputs}
     grid = spec.grid()
     for point in grid:              # what the constructors check (DESA: heads divide d_model), before any training
         try:
@@ -303,13 +319,13 @@ def run_job(spec: ModelSpec, bundle: Bundle, collection: Collection, fold: int, 
             tuned.append(TunedPoint(point, point_spec, validate(model), 0, model, curve_frame([])))
     train_seconds = time.perf_counter() - start + restored_seconds
     best = max(tuned, key=lambda t: t.valid)  # the first of equals
-    trained = Trained(best.spec, data.valid.dims, _cpu_state(best.model), data.scaler, prior)
+    trained = Trained(best.spec, data.valid.dims, _cpu_state(best.model), data.scaler, prior, record)
     bad = trained.non_finite() if math.isfinite(best.valid) else "validation score"
     if bad:
         raise InputError("--model", f"row {spec.row} fold {fold}: training ended with a {bad} that is not finite "
                                     "(NaN or infinite): it diverged; lower the learning rate")
 
-    hparams = {"row": spec.row, "fold": fold, "seed": seed, "chosen": best.point,
+    hparams = {**record, "seed": seed, "chosen": best.point,
                "valid_measure": settings.valid_measure, "valid": best.valid,
                "grid": [t.summary() for t in tuned], "spec": best.spec.to_dict()}
     timings = {"train_seconds": train_seconds, "restored_epochs": restored_epochs, "tune_points": len(grid),
@@ -330,6 +346,12 @@ def rank_job(trained: Trained, bundle: Bundle, collection: Collection, fold: int
     ``device``. Evaluation is a separate step (``srdiv evaluate --fold``).
     """
     out = Path(out)
+    check_identity("--model-dir", trained.record)
+    if trained.record["fold"] != fold:
+        raise InputError("--model-dir", f"the model was trained for trial {trained.record['fold']}, whose training "
+                                        f"queries include the test queries of trial {fold}: rank it on its own fold")
+    if bundle_digest(bundle) != trained.record["bundle"]:
+        raise InputError("--bundle", f"the model of row {trained.spec.row} was trained on another bundle")
     check_job_dir(out, trained.spec.row, fold, (RUN_FILE, "rank.json"))
     settings = trained.spec.train
     device = resolve_device(row_device(trained.spec))
@@ -340,7 +362,8 @@ def rank_job(trained: Trained, bundle: Bundle, collection: Collection, fold: int
     start = time.perf_counter()
     orders = rank_bundle(model, test, device, settings.rank_batch)
     rank_ms = 1000 * (time.perf_counter() - start) / max(len(test), 1)
-    timings = {"rank_ms_per_query": rank_ms, "test_queries": len(test), "device": str(device)}
+    timings = {"rank_ms_per_query": rank_ms, "test_queries": len(test), "device": str(device),
+               "model": trained.record}
     write_trec_run(run_frame(test, orders), out / RUN_FILE, tag=trained.spec.row)
     write_text(json.dumps(timings, indent=2) + "\n", out / "rank.json")
     return timings
@@ -356,6 +379,18 @@ def check_job_dir(out: Path, row: str, fold: int, names: Sequence[str]) -> None:
                                   f"row {row} fold {fold}; give this job its own directory")
     for name in names:
         claim(out / name)
+
+
+def _check_prior_record(prior: Trained | None, fold: int, bundle: str) -> None:
+    """The prior was trained for this trial, on this bundle."""
+    if prior is None:
+        return
+    check_identity("--prior", prior.record)
+    if prior.record["fold"] != fold:
+        raise InputError("--prior", f"the prior was trained for trial {prior.record['fold']}, not {fold}: its "
+                                    "training queries include this trial's test queries")
+    if prior.record["bundle"] != bundle:
+        raise InputError("--prior", f"the prior '{prior.spec.row}' was trained on another bundle")
 
 
 def _prior_model(spec: ModelSpec, prior: Trained | None, scaler: FeatureScaler,
@@ -397,9 +432,27 @@ def _fingerprint(spec: ModelSpec, seed: int, fold: int, inputs: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
+def bundle_digest(bundle: Bundle) -> str:
+    """SHA-256 of a bundle's arrays (what a model was trained on and is ranked with)."""
+    return _content_digest([(f"bundle.{f.name}", getattr(bundle, f.name)) for f in fields(bundle)])
+
+
 def inputs_digest(bundle: Bundle, collection: Collection, samples: Samples | None, prior: Trained | None) -> str:
     """SHA-256 of the content a training reads: the bundle's arrays, the collection's qrels and folds,
     the samples' arrays and the prior's weights (not file names or times)."""
+    parts = [(f"bundle.{f.name}", getattr(bundle, f.name)) for f in fields(bundle)]
+    parts += [("qrels", collection.qrels), ("folds", collection.folds)]
+    if samples is not None:
+        parts += [(f"samples.{f.name}", getattr(samples.list_pairwise, f.name)) for f in fields(samples.list_pairwise)]
+        parts += [(f"samples.{key}", value) for key, value in sorted(samples.pamm.items())]
+    while prior is not None:
+        parts += [(f"prior.{key}", value) for key, value in sorted(prior.state.items())]
+        prior = prior.prior
+    return _content_digest(parts)
+
+
+def _content_digest(parts: list[tuple[str, Any]]) -> str:
+    """SHA-256 of named arrays, frames, tensors and plain values, in order."""
     digest = hashlib.sha256()
 
     def add(name: str, value: Any) -> None:
@@ -414,19 +467,8 @@ def inputs_digest(bundle: Bundle, collection: Collection, samples: Samples | Non
         else:
             digest.update(json.dumps(value, sort_keys=True, default=_jsonable).encode())
 
-    for f in fields(bundle):
-        add(f"bundle.{f.name}", getattr(bundle, f.name))
-    add("qrels", collection.qrels)
-    add("folds", collection.folds)
-    if samples is not None:
-        for f in fields(samples.list_pairwise):
-            add(f"samples.{f.name}", getattr(samples.list_pairwise, f.name))
-        for key, value in sorted(samples.pamm.items()):
-            add(f"samples.{key}", value)
-    while prior is not None:
-        for key, value in sorted(prior.state.items()):
-            add(f"prior.{key}", value)
-        prior = prior.prior
+    for name, value in parts:
+        add(name, value)
     return digest.hexdigest()
 
 

@@ -165,7 +165,7 @@ class Trainer:
             "batch_rng": batch_rng.bit_generator.state, "torch_rng": torch.get_rng_state(),
             "cuda_rng": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else [], "state": state,
         }
-        save_torch(payload, self.checkpoint)
+        save_torch(payload, self.checkpoint, legacy=lambda path: True)   # the job's own tune/ (it removes it whole)
 
     def _load(self) -> dict | None:
         if self.checkpoint is None or not self.checkpoint.exists():
