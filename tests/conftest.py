@@ -6,6 +6,7 @@ The session fixtures hand every module the same objects: a test may read them, n
 (copy first).
 """
 
+import json
 import sys
 import warnings
 from pathlib import Path
@@ -59,3 +60,21 @@ def dssa_release(dssa_sample):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # level-2 suggestions absent from the release
         return import_release(dssa_sample, DSSA_SAMPLE)
+
+
+def write_job(out: Path, row: str, fold: int, hparams: dict | None = None, timings: dict | None = None,
+              rank: dict | None = None) -> None:
+    """The records of a trained and ranked job (as ``srdiv train`` and ``srdiv rank`` write them), with changes."""
+    identity = {"row": row, "fold": fold, "params": "p" * 64, "bundle": "b" * 64, "data": "d" * 64}
+    out.mkdir(parents=True, exist_ok=True)
+    records = {
+        "hparams.json": {**identity, "seed": 0, "chosen": {}, "valid_measure": "alpha_nDCG@20", "valid": 0.5,
+                         "grid": [{"point": {}, "valid": 0.5, "best_epoch": 0, "epochs": 0}],
+                         "spec": {"train": {"epochs": 10}}, **(hparams or {})},
+        "timings.json": {"train_seconds": 1.0, "restored_epochs": 0, "tune_points": 1, "device": "cpu",
+                         "commit": "abc1234", **(timings or {})},
+        "rank.json": {"rank_ms_per_query": 1.0, "test_queries": 3, "device": "cpu", "model": identity, **(rank or {})},
+    }
+    for name, record in records.items():
+        (out / name).write_text(json.dumps(record))
+

@@ -222,7 +222,7 @@ def tampered(collection: Path, tmp_path: Path, table: str, change) -> Path:
     ("suggestions", lambda f: f.__setitem__("level", 3), "level 3 in row 1 is not an integer in [1, 2]"),
     ("qrels", lambda f: f.__setitem__("qid", "999"), "qid '999' in row 1 is not a topic of the collection"),
     ("run", lambda f: f.__setitem__("qid", "999"), "run.parquet: qid '999' in row 1 is not a topic"),
-    ("qrels", lambda f: f.__setitem__("sid", "77"), "which the topic's subtopics lack"),
+    ("qrels", lambda f: f.__setitem__("sid", ["77", *f["sid"][1:]]), "which the topic's subtopics lack"),
     ("run", lambda f: f.iloc[:0], "table 'run' is empty"),
 ])
 def test_collection_tables_are_range_checked_on_load(collection, tmp_path, monkeypatch, capsys, table, change, why):

@@ -846,6 +846,7 @@ WALK = [(f"{name}: {rel} {kind}", name, rel, kind) for name, (_, reads) in READS
         for kind in DAMAGES]
 
 
+@pytest.mark.slow          # about 250 cases, two minutes on two cores: `make test-slow` (CI runs both targets)
 @pytest.mark.parametrize("case, name, rel, kind", WALK, ids=[w[0] for w in WALK])
 def test_every_command_over_damaged_inputs(workspace, tmp_path, case, name, rel, kind):
     """Each command over each input it reads, damaged each way a file can be: one line ``error: ...`` naming
@@ -866,6 +867,7 @@ def test_every_command_over_damaged_inputs(workspace, tmp_path, case, name, rel,
     assert snapshot(d) == before
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", list(READS))
 def test_every_command_over_a_non_utf8_path(workspace, tmp_path, name):
     """Every path argument renamed to a name with a byte that is not UTF-8: the command works, or ends

@@ -254,7 +254,7 @@ def test_trained_model_and_prior_round_trip(tmp_path):
     assert not any(p.requires_grad for p in model.parameters())
     assert torch.equal(model.prior.linear.weight, listmle.build().linear.weight)
     _job(tmp_path, "ListMLE", bundle, coll, fold=2)
-    with pytest.raises(InputError, match="scaler"):  # a prior trained on another fold
+    with pytest.raises(InputError, match="the prior was trained for trial 2, not 1"):  # a prior of another fold
         _job(tmp_path, "Prior", bundle, coll, fold=1, prior=Trained.load(tmp_path / "ListMLE" / "fold2"))
 
 

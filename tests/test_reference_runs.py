@@ -16,7 +16,7 @@ from srdiv.collection.schema import Collection, write_collection
 from srdiv.metrics import evaluate_run, read_run
 from srdiv.metrics.gather import reference_runs
 from srdiv.report.builder import build_tables, metric_at_k_from_runs
-from conftest import BIN, ROOT
+from conftest import BIN, ROOT, write_job
 
 
 
@@ -63,6 +63,7 @@ def test_a_reference_run_is_a_row_of_every_table_in_its_queries_test_folds(tmp_p
                                          str(models / row / f"fold{fold}" / "run.txt"), "--fold", str(fold),
                                          "--out", str(models / row / f"fold{fold}" / "metrics.parquet")])
             assert result.exit_code == 0, result.output
+            write_job(models / row / f"fold{fold}", row, fold)       # the job's records, as srdiv train and rank
     reverse = coll.run.assign(rank=lambda r: 7 - r["rank"], score=lambda r: -r["score"])
     published = write_run(reverse, tmp_path / "runs" / "reversed.txt")
     params = {**PARAMS, "report": {**PARAMS["report"], "reference_runs": {"Reversed": str(published)}}}

@@ -12,6 +12,7 @@ from scipy import stats
 from srdiv.io import InputError
 from srdiv.metrics.stats import holm_adjust, paired_pvalues
 from srdiv.report.builder import build_report, build_tables, params_hash
+from conftest import write_job
 
 MEASURES = ["ERR_IA@20", "alpha_nDCG@20", "NRBP", "P_IA@20", "StRecall@20",
             "ERR_IA@5", "ERR_IA@10", "alpha_nDCG@5", "alpha_nDCG@10", "StRecall@5", "StRecall@10"]
@@ -132,23 +133,6 @@ def test_build_report_writes_every_format(tmp_path):
     build_report(mpath, params, [ppath, overlay], tmp_path / "again")
     for plot in ("per-query-differences.svg", "sweeps.svg", "sweeps.png"):    # same inputs, same bytes
         assert (tmp_path / "out/plots" / plot).read_bytes() == (tmp_path / "again/plots" / plot).read_bytes()
-
-
-def write_job(out: Path, row: str, fold: int, hparams: dict | None = None, timings: dict | None = None,
-              rank: dict | None = None) -> None:
-    """The records of a trained and ranked job (as ``srdiv train`` and ``srdiv rank`` write them), with changes."""
-    identity = {"row": row, "fold": fold, "params": "p" * 64, "bundle": "b" * 64, "data": "d" * 64}
-    out.mkdir(parents=True, exist_ok=True)
-    records = {
-        "hparams.json": {**identity, "seed": 0, "chosen": {}, "valid_measure": "alpha_nDCG@20", "valid": 0.5,
-                         "grid": [{"point": {}, "valid": 0.5, "best_epoch": 0, "epochs": 0}],
-                         "spec": {"train": {"epochs": 10}}, **(hparams or {})},
-        "timings.json": {"train_seconds": 1.0, "restored_epochs": 0, "tune_points": 1, "device": "cpu",
-                         "commit": "abc1234", **(timings or {})},
-        "rank.json": {"rank_ms_per_query": 1.0, "test_queries": 3, "device": "cpu", "model": identity, **(rank or {})},
-    }
-    for name, record in records.items():
-        (out / name).write_text(json.dumps(record))
 
 
 def test_performance_table_counts_trainings_best_at_their_last_epoch_and_their_devices(tmp_path):

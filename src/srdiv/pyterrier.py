@@ -369,6 +369,10 @@ class FoldModels:
             self.models, self.fold_of = {None: Trained.load(path)}, None
             return
         self.models = {int(f.parent.name.removeprefix("fold")): Trained.load(f) for f in files}
+        for fold, trained in self.models.items():
+            if trained.record["fold"] != fold:      # a model of another fold has seen this fold's test queries
+                raise InputError(path / f"fold{fold}" / MODEL_FILE, f"a model of fold {trained.record['fold']}, "
+                                                                    f"not of fold {fold}")
         if collection is None:
             raise InputError(path, "a row with one model per fold needs the collection (its folds table)")
         folds = as_collection(collection).folds

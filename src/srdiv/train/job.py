@@ -280,10 +280,11 @@ def run_job(spec: ModelSpec, bundle: Bundle, collection: Collection, fold: int, 
         if not collection.qrels["qid"].isin(set(qids)).any():
             raise InputError(_folds_file(collection), f"trial {fold} has no judged topic among its {name} queries: "
                                                       "nothing to learn or measure")
-    bundle_fp = bundle_digest(bundle)
-    _check_prior_record(prior, fold, bundle_fp)
+    _check_prior_record(prior, fold)
     data = FoldData.make(bundle, split, settings)
     prior_model = _prior_model(spec, prior, data.scaler, device)
+    bundle_fp = bundle_digest(bundle)
+    _check_prior_record(prior, fold, bundle_fp)
     valid_scorer = RunScorer(collection.qrels, split.valid, [settings.valid_measure])
 
     def validate(model: DiversityModel) -> float:
@@ -350,13 +351,13 @@ def rank_job(trained: Trained, bundle: Bundle, collection: Collection, fold: int
     if trained.record["fold"] != fold:
         raise InputError("--model-dir", f"the model was trained for trial {trained.record['fold']}, whose training "
                                         f"queries include the test queries of trial {fold}: rank it on its own fold")
+    _check_dims(trained, bundle.dims, "--bundle")
     if bundle_digest(bundle) != trained.record["bundle"]:
         raise InputError("--bundle", f"the model of row {trained.spec.row} was trained on another bundle")
     check_job_dir(out, trained.spec.row, fold, (RUN_FILE, "rank.json"))
     settings = trained.spec.train
     device = resolve_device(row_device(trained.spec))
     split = fold_split(collection.folds, fold, _folds_file(collection))
-    _check_dims(trained, bundle.dims, "--bundle")
     test = trained.scaler.transform(fold_queries(bundle, split.test, settings.rank_docs))
     model = trained.build(device)
     start = time.perf_counter()
@@ -381,15 +382,15 @@ def check_job_dir(out: Path, row: str, fold: int, names: Sequence[str]) -> None:
         claim(out / name)
 
 
-def _check_prior_record(prior: Trained | None, fold: int, bundle: str) -> None:
-    """The prior was trained for this trial, on this bundle."""
+def _check_prior_record(prior: Trained | None, fold: int, bundle: str | None = None) -> None:
+    """The prior was trained for this trial (and, given its fingerprint, on this bundle)."""
     if prior is None:
         return
     check_identity("--prior", prior.record)
     if prior.record["fold"] != fold:
         raise InputError("--prior", f"the prior was trained for trial {prior.record['fold']}, not {fold}: its "
                                     "training queries include this trial's test queries")
-    if prior.record["bundle"] != bundle:
+    if bundle is not None and prior.record["bundle"] != bundle:
         raise InputError("--prior", f"the prior '{prior.spec.row}' was trained on another bundle")
 
 
