@@ -76,12 +76,15 @@ _STAGING: list[Path] = []
 
 
 def digest(path: Path) -> str:
-    """SHA-256 of a file's bytes, or of a directory's relative names and their files' bytes."""
+    """SHA-256 of a file's bytes, or of a directory's relative names and their files' bytes (hidden
+    entries left out: the marks tools leave in an output directory, as Snakemake's ``.snakemake_timestamp``)."""
     h = hashlib.sha256()
     if path.is_symlink():
         h.update(b"link:" + os.readlink(path).encode())
     elif path.is_dir():
         for entry in sorted(path.rglob("*")):
+            if any(part.startswith(".") for part in entry.relative_to(path).parts):
+                continue
             h.update(str(entry.relative_to(path)).encode() + b"\0")
             if entry.is_file() and not entry.is_symlink():
                 h.update(digest(entry).encode())
@@ -176,8 +179,8 @@ def _record(path: Path, new: Path) -> Callable[[], None]:
     with _locked(folder):
         before = (folder / MANIFEST).read_text() if (folder / MANIFEST).is_file() else None
         record = _manifest(folder)
-        kept = [d for d in record.get(path.name, []) if os.path.lexists(path) and d == digest(path)]
-        record[path.name] = sorted(set(kept) | {digest(new)})
+        present = digest(path) if os.path.lexists(path) and path.name in record else None
+        record[path.name] = sorted({d for d in record.get(path.name, []) if d == present} | {digest(new)})
         _write_manifest(folder, json.dumps(record, indent=1, sort_keys=True) + "\n")
 
     def undo() -> None:
