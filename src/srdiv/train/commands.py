@@ -51,11 +51,15 @@ def train(
     from srdiv.params import load_params
     from srdiv.sampling.samples import Samples
     from srdiv.experiment import model_spec
-    from srdiv.train.job import Trained, check_rows, run_job
+    from srdiv.io import claim
+    from srdiv.train.job import RUN_FILE, Trained, check_rows, run_job
 
     configure_torch(threads)
     loaded = load_params(params)
     check_rows(loaded, [model], params)
+    if rank_test:                   # the run's files too are refused before training when srdiv did not write them
+        for name in (RUN_FILE, "rank.json"):
+            claim(out / name)
     spec = model_spec(loaded, model)
     data, coll = Bundle.load(bundle), load_collection(collection)
     hparams = run_job(spec, data, coll, fold, out, seed=loaded.get("seed", 0),
