@@ -31,9 +31,9 @@ from srdiv.text.embed import doc2vec_vectors, infer_doc2vec, read_vectors, train
 from srdiv.text.pseudo_docs import concat_tokens, query_strings, retrieve
 
 SETTINGS = {   # name -> overrides of embed.doc2vec; NTN and MDP-DIV state window 8 with word training
-    "DBOW, 10 epochs (default)": {},
-    "DBOW, 30 epochs": {"epochs": 30},
-    "DBOW + words, window 8, 10 epochs": {"dbow_words": 1, "window": 8},
+    "DBOW, 10 epochs": {"dbow_words": 0, "window": 5},
+    "DBOW, 30 epochs": {"dbow_words": 0, "window": 5, "epochs": 30},
+    "DBOW + words, window 8, 10 epochs (default)": {"dbow_words": 1, "window": 8},
     "DBOW + words, window 8, 30 epochs": {"dbow_words": 1, "window": 8, "epochs": 30},
 }
 

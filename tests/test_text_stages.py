@@ -44,10 +44,10 @@ def embed_dir(tmp_path_factory, coll):
 
 # ------------------------------------------------------------------ params and documents
 def test_stage_params_merge_file_over_defaults():
-    p = stage_params({"seed": 3, "embed": {"doc2vec": {"window": 8}}}, "embed")
-    assert p["seed"] == 3 and p["doc2vec"]["window"] == 8
+    p = stage_params({"seed": 3, "embed": {"doc2vec": {"window": 3}}}, "embed")
+    assert p["seed"] == 3 and p["doc2vec"]["window"] == 3
     assert p["doc2vec"]["vector_size"] == 100 and p["lda"]["num_topics"] == 100
-    assert DEFAULTS["embed"]["doc2vec"]["window"] == 5  # defaults untouched
+    assert DEFAULTS["embed"]["doc2vec"]["window"] == 8  # defaults untouched
 
 
 def test_read_docs_jsonl_and_parquet_agree(tmp_path, coll):

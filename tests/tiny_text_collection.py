@@ -77,7 +77,7 @@ def write_tiny(path, seed: int = 0) -> Collection:
     return coll
 
 
-SMALL_EMBED = {"embed": {"doc2vec": {"vector_size": 8, "epochs": 5, "min_count": 1},
+SMALL_EMBED = {"embed": {"doc2vec": {"vector_size": 8, "epochs": 5, "min_count": 1, "window": 5, "dbow_words": 0},
                          "lda": {"num_topics": 4, "passes": 2, "no_below": 1, "no_above": 1.0},
                          "svd": {"num_topics": 4}},
                "pseudo_docs": {"z": 3}, "features": {"rank_docs": 6}, "seed": 7}

@@ -34,7 +34,9 @@ from srdiv.params import model_rows
 
 @dataclass(frozen=True)
 class TrainSettings:
-    """The ``train`` section: candidate depths, epochs, early stopping, batches, device."""
+    """The ``train`` section: candidate depths, epochs, early stopping, batches, device.
+
+    Defaults equal ``params.yaml``'s where it sets a key (``tests/test_defaults.py``)."""
 
     train_docs: int = 20
     rank_docs: int = 50

@@ -44,10 +44,10 @@ PAMM_KEYS = ("pamm_pos", "pamm_pos_metric", "pamm_neg", "pamm_neg_metric")
 
 @dataclass(frozen=True)
 class SampleSettings:
-    """The ``samples`` section of ``params.yaml``."""
+    """The ``samples`` section of ``params.yaml`` (defaults equal the file's, ``tests/test_defaults.py``)."""
 
     permutations: int = 10
-    draw: str = "per_length"
+    draw: str = "prefixes"
     metric: str = "alpha_nDCG_cand@20"
     alpha: float = 0.5
     pamm_positive: int = 5

@@ -2,7 +2,9 @@
 
 Every text stage reads its parameters through :func:`stage_params`, which
 merges the file's section over these defaults, so a key missing from
-``params.yaml`` takes the value written here and nowhere else.
+``params.yaml`` takes the value written here and nowhere else. Where both set
+a key they agree (``tests/test_params.py``), so a command run without
+``--params`` makes the same vectors as the pipeline.
 """
 
 from __future__ import annotations
@@ -15,8 +17,8 @@ DEFAULTS: dict[str, dict[str, Any]] = {
     "embed": {
         "doc2vec": {
             "vector_size": 100,   # DSSA/DESA
-            "window": 5,          # DSSA/DESA; NTN and MDP-DIV used 8 (used only with dbow_words: 1)
-            "dbow_words": 0,      # 1 = also train skip-gram word vectors (slower)
+            "window": 8,          # NTN and MDP-DIV (DSSA/DESA: 5); used only with dbow_words: 1
+            "dbow_words": 1,      # 1 = also train skip-gram word vectors (0: pure DBOW, faster)
             "alpha": 0.025,
             "min_alpha": 0.0001,
             "min_count": 2,
