@@ -198,8 +198,8 @@ _TRAIN_KEYS = dict(train_docs=_int(1), rank_docs=_int(1), epochs=_int(1), patien
 _SAMPLE_METRIC = _str(pattern=r"(alpha_nDCG_cand|alpha_DCG)@\d+")
 _SAMPLE_KEYS = dict(permutations=_int(0), draw=_str("prefixes", "per_length"), metric=_SAMPLE_METRIC,
                     alpha=_num(0, 1), pamm_positive=_int(1), pamm_negative=_int(1), pamm_metric=_SAMPLE_METRIC)
-OPTIMIZERS = ("adam", "sgd", "adagrad")
-"""Optimiser names a row's ``optim.name`` may take (``srdiv.train.trainer`` maps them to torch)."""
+OPTIMIZERS = {"adam": "Adam", "sgd": "SGD", "adagrad": "Adagrad"}
+"""Optimiser names a row's ``optim.name`` may take, each with its ``torch.optim`` class (``srdiv.train.trainer``)."""
 _ARGS = _table(Check("any", nullable=True))                 # a registry class's keywords (checked by check_rows)
 _OPTIM_ARGS = _record(nullable_keys=True, lr=Check("number", 0, None, above=True), weight_decay=_num(0))
 

@@ -32,8 +32,8 @@ from srdiv.features.bundle import Bundle
 from srdiv.io import InputError, load_torch, save_torch
 from srdiv.models.base import DiversityModel
 from srdiv.objectives.base import Objective
+from srdiv.params import OPTIMIZERS
 
-OPTIMIZERS = {"adam": torch.optim.Adam, "sgd": torch.optim.SGD, "adagrad": torch.optim.Adagrad}
 CURVE_COLUMNS = ["epoch", "loss", "valid", "seconds"]
 
 Callback = Callable[[int, dict], None]
@@ -47,8 +47,8 @@ def make_optimizer(parameters, optim: Component) -> torch.optim.Optimizer:
         raise ValueError(f"unknown optimiser '{optim.name}' (known: {', '.join(OPTIMIZERS)})")
     args = dict(optim.args)
     # float(): YAML reads "1e-3" (no dot) as a string
-    return OPTIMIZERS[optim.name](parameters, lr=float(args.pop("lr", 1e-3)),
-                                  weight_decay=float(args.pop("weight_decay", 0.0)), **args)
+    return getattr(torch.optim, OPTIMIZERS[optim.name])(parameters, lr=float(args.pop("lr", 1e-3)),
+                                                        weight_decay=float(args.pop("weight_decay", 0.0)), **args)
 
 
 def curve_frame(records: list[dict]) -> pd.DataFrame:
