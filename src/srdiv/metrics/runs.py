@@ -29,6 +29,8 @@ QRELS_FIELDS = ("qid", "sid", "docno", "grade")
 TIES = {"ndeval": "docno descending (ndeval -traditional, trec_eval)",
         "pyndeval": "docno ascending (pyndeval: ir_measures, pt.Experiment)"}
 """How a run ordered by score breaks ties, by the tool whose order it is."""
+RUN_FILE = "run.txt"
+"""Name of the TREC run file a training job writes into each ``<model>/fold<k>`` directory."""
 
 
 def read_fields(path: str | os.PathLike, names: tuple[str, ...]) -> pd.DataFrame:

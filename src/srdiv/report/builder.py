@@ -13,6 +13,7 @@ import pandas as pd
 from srdiv.experiment import in_folds, model_rows, run_rows
 from srdiv.io import InputError, atomic_set, first_misfit, read_parquet, read_tsv, write_text
 from srdiv.metrics.gather import reference_runs
+from srdiv.metrics.runs import RUN_FILE
 from srdiv.provenance import git_commit, machine
 from srdiv.report import plots
 from srdiv.report.tables import IncompleteEvidence, Table, frame_markdown, per_position_table, results_table
@@ -414,7 +415,6 @@ def _write_report(metrics_path: Path, params: dict, params_paths: list[Path], re
     write_text("\n".join(lines), readme)
 
 
-RUN_FILE = "run.txt"
 """Name of the test-queries TREC run the trainer writes in each ``<model>/fold<k>/`` directory."""
 
 

@@ -39,7 +39,7 @@ from srdiv.collection.schema import Collection
 from srdiv.features.bundle import Bundle, BundleDims, FeatureScaler
 from srdiv.io import (InputError, claim, existing_file, load_torch, read_json, save_torch, verify, write_parquet,
                       write_text)
-from srdiv.metrics.runs import write_trec_run
+from srdiv.metrics.runs import RUN_FILE, write_trec_run
 from srdiv.models.base import DiversityModel
 from srdiv.provenance import git_commit
 import srdiv.models  # noqa: F401  (registers every model)
@@ -53,7 +53,6 @@ from srdiv.train.records import check_identity, fingerprint, identity, read_reco
 from srdiv.train.trainer import Callback, Trainer, curve_frame, trainable
 
 MODEL_FILE = "model.pt"
-RUN_FILE = "run.txt"
 OUTPUTS = ("hparams.json", "timings.json", MODEL_FILE, "curve.parquet")
 """Files of a finished training job, in ``<out>/`` (``rank_job`` adds ``run.txt`` and ``rank.json``)."""
 
