@@ -43,3 +43,12 @@ def test_dataclass_defaults_equal_params_yaml(settings, name):
 def test_leaves_reads_nested_sections():
     assert leaves({"a": {"b": 1, "c": {"d": None}}, "e": [1]}) == {("a", "b"): 1, ("a", "c", "d"): None, ("e",): [1]}
 
+
+def test_the_schema_and_the_specs_know_the_same_row_and_train_keys():
+    from srdiv.experiment import ModelSpec
+    from srdiv.params import SCHEMA
+
+    row_keys = set(SCHEMA.keys["models"].items.keys)
+    assert row_keys - {"extends", "samples"} == {f.name for f in fields(ModelSpec)} - {"row"}
+    assert set(SCHEMA.keys["train"].keys) == {f.name for f in fields(TrainSettings)}
+    assert set(SCHEMA.keys["samples"].keys) == {f.name for f in fields(SampleSettings)}

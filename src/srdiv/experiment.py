@@ -24,7 +24,7 @@ validation fold.
 from __future__ import annotations
 
 import itertools
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any, Sequence
 
 import pandas as pd
@@ -147,8 +147,7 @@ def model_specs(params: dict) -> dict[str, ModelSpec]:
 
 def _spec(params: dict, row: str, entry: dict) -> ModelSpec:
     """A resolved row (:func:`~srdiv.params.model_rows`) as a :class:`ModelSpec`."""
-    known = {"model", "objective", "group", "optim", "train", "tune", "variant_of", "variant", "representation",
-             "samples"}
+    known = {f.name for f in fields(ModelSpec)} - {"row"} | {"samples"}     # samples: read by srdiv samples
     unknown = set(entry) - known
     if unknown or "model" not in entry:
         raise ValueError(f"models.{row}: needs 'model'; unknown keys {sorted(unknown)}")
