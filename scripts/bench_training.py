@@ -56,7 +56,6 @@ def worker(args: argparse.Namespace) -> dict:
     from srdiv.params import load_params
     from srdiv.registry import OBJECTIVES
     from srdiv.sampling.samples import SampleSettings, make_samples
-    from srdiv.train.folds import fold_split
     from srdiv.train.job import FoldData, build_model
     from srdiv.train.trainer import make_optimizer
 
@@ -69,10 +68,14 @@ def worker(args: argparse.Namespace) -> dict:
     except ImportError:  # an implementation older than the {name, args} row shape
         from srdiv.train.config import model_spec
     try:
-        from srdiv.train.folds import fold_queries
-    except ImportError:  # older: select the queries, then cut their candidate lists
-        from srdiv.train.folds import select_queries
-        fold_queries = lambda bundle, qids, n_docs: select_queries(bundle, qids).truncate(n_docs)  # noqa: E731
+        from srdiv.features.folds import fold_queries, fold_split
+    except ImportError:  # older: the fold protocol in train/
+        from srdiv.train.folds import fold_split
+        try:
+            from srdiv.train.folds import fold_queries
+        except ImportError:  # older still: select the queries, then cut their candidate lists
+            from srdiv.train.folds import select_queries
+            fold_queries = lambda bundle, qids, n_docs: select_queries(bundle, qids).truncate(n_docs)  # noqa: E731
     try:
         from srdiv.train.job import lookup
     except ImportError:  # newer: the registries are filled on import

@@ -275,7 +275,7 @@ def test_scaler_in_query_chunks_and_fold_queries_change_no_value(monkeypatch):
     same arrays as one pass over everything (they only bound memory)."""
     import srdiv.features.bundle as bundle_module
     from srdiv.features.bundle import FeatureScaler, random_bundle
-    from srdiv.train.folds import fold_queries
+    from srdiv.features.folds import fold_queries
 
     data = random_bundle(queries=7, docs=9, subs=3, subs2=4, seed=5)
     qids = list(data.qids[[5, 0, 3]])

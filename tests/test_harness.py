@@ -17,6 +17,7 @@ from srdiv.cli import app, main
 from srdiv.collection.schema import Collection, write_collection
 from srdiv.experiment import Component, ModelSpec, model_spec
 from srdiv.features.bundle import random_bundle
+from srdiv.features.folds import fold_split
 from srdiv.io import InputError
 from srdiv.metrics import evaluate_run, read_run
 from srdiv.metrics.gather import gather_metrics
@@ -25,7 +26,6 @@ from srdiv.models.initial import InitialRanking
 from srdiv.models.listmle import ListMLE
 from srdiv.models.ranking import resolve_device
 from srdiv.registry import MODELS
-from srdiv.train.folds import fold_split
 from srdiv.train.job import OUTPUTS, Trained, rank_job, row_device, run_job, uses_gpu
 
 
@@ -261,7 +261,7 @@ def test_trained_model_and_prior_round_trip(tmp_path):
 def test_job_resumes_after_a_killed_epoch_with_identical_metrics(tmp_path):
     bundle, coll = make_data()
     from srdiv.sampling.samples import SampleSettings, make_samples
-    from srdiv.train.folds import fold_queries
+    from srdiv.features.folds import fold_queries
 
     train = fold_queries(bundle, fold_split(coll.folds, 3).train, PARAMS["train"]["train_docs"])
     samples = make_samples(train, SampleSettings(permutations=2), [7, 3])
@@ -295,7 +295,7 @@ def test_a_resume_after_changed_inputs_starts_over(tmp_path):
     killed, then restarted on other samples, the job trains from epoch 1 and ends as a clean run does."""
     bundle, coll = make_data()
     from srdiv.sampling.samples import SampleSettings, make_samples
-    from srdiv.train.folds import fold_queries
+    from srdiv.features.folds import fold_queries
 
     train = fold_queries(bundle, fold_split(coll.folds, 3).train, PARAMS["train"]["train_docs"])
     old, new = (make_samples(train, SampleSettings(permutations=2), [seed, 3]) for seed in (7, 8))

@@ -17,7 +17,7 @@ from srdiv.metrics.evaluate import evaluate_run
 from srdiv.metrics.runs import read_run
 from srdiv.params import load_params
 from srdiv.sampling.samples import SampleSettings, make_samples
-from srdiv.train.folds import fold_queries, fold_split, select_queries
+from srdiv.features.folds import fold_queries, fold_split, select_queries
 from srdiv.train.job import Trained, rank_job, run_job
 from conftest import ROOT
 

@@ -12,7 +12,7 @@ from srdiv.metrics import alpha_dcg, alpha_ndcg_candidates
 from srdiv.sampling.list_pairwise_samples import list_pairwise_samples
 from srdiv.sampling.pamm_samples import pamm_rankings, random_orders
 from srdiv.sampling.samples import Samples, SampleSettings, make_samples
-from srdiv.sampling.targets import ideal_orders, ranking_metric, score_rankings
+from srdiv.metrics.targets import ideal_orders, ranking_metric, score_rankings
 
 NDCG = ranking_metric("alpha_nDCG_cand@20")
 

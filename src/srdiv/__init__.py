@@ -1,19 +1,22 @@
 """srdiv: supervised search result diversification in one reproducible pipeline.
 
 The package layout follows the data flow; each layer imports only from the layers above it in
-this list (``tests/test_layers.py`` fails otherwise)::
+this list, and no module imports itself back through others (``tests/test_layers.py`` fails
+otherwise)::
 
     io, params, registry, provenance    files, configuration, registries, where numbers came from
     experiment                          rows of params.yaml, train settings, the folds a run uses
-    metrics                             the official measures, run files, paired tests, gathering
+    metrics                             the official measures, run files, paired tests, gathering,
+                                        ideal rankings and the metric M of training targets
     index                               tokenisation and sparse BM25 / query-likelihood scoring
     collection                          collections in the one schema (TREC, wordnet-div, subsets)
     text                                documents, doc2vec / LDA / SVD, pseudo-documents
-    features                            relevance and diversity features, the training bundle
-    sampling                            ideal rankings, list-pairwise and PAMM samples
+    features                            relevance and diversity features, the training bundle, the
+                                        fold protocol (a trial's queries of the bundle)
     models                              one model per module, and batched ranking with any of them
     objectives                          one training loss per module
-    train                               fold protocol, trainer, the tune-train-rank job
+    sampling                            list-pairwise and PAMM samples (objectives take them as arguments)
+    train                               trainer, the tune-train-rank job
     report                              tables, plots, the results README
 
 Every stage is a ``srdiv <stage>`` command (``<package>/commands.py``, gathered by :mod:`srdiv.cli`,

@@ -47,7 +47,7 @@ from srdiv.registry import MODELS
 from srdiv.report.builder import MAIN_MEASURES
 from srdiv.text.documents import doc_positions, join_columns, load_docs
 from srdiv.text.embed import read_vectors
-from srdiv.train.folds import fold_queries
+from srdiv.features.folds import fold_queries
 from srdiv.train.job import MODEL_FILE, Trained
 
 MEASURES = [ir_measures.parse_measure(name) for name in MAIN_MEASURES]

@@ -1,7 +1,7 @@
 """Maximum likelihood of the ideal ranking: ListMLE / R-LTR (NTN paper Eq. 5, DSSA Eqs. 17-18).
 
 ``L = - sum_q log P(r*_q)`` with ``r*_q`` the greedy alpha-DCG ideal ranking of
-the query's training candidates (:func:`srdiv.sampling.targets.ideal_orders`)
+the query's training candidates (:func:`srdiv.metrics.targets.ideal_orders`)
 and ``P`` the Plackett-Luce probability of
 :func:`srdiv.objectives.plackett_luce.ranking_log_prob`: sequential models score
 each position after the prefix of the ideal ranking above it
@@ -18,11 +18,11 @@ import numpy as np
 import torch
 
 from srdiv.features.bundle import Bundle
+from srdiv.metrics.targets import ideal_orders
 from srdiv.models.base import Batch, DiversityModel
 from srdiv.objectives.base import Objective, take
 from srdiv.objectives.plackett_luce import ranking_log_prob
 from srdiv.registry import OBJECTIVES
-from srdiv.sampling.targets import ideal_orders
 
 
 class Rankings(NamedTuple):

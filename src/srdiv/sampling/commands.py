@@ -26,7 +26,7 @@ def samples(
     from srdiv.params import load_params
     from srdiv.sampling.samples import SAMPLES_FILE, SampleSettings, make_samples
     from srdiv.experiment import TrainSettings
-    from srdiv.train.folds import fold_queries, fold_split
+    from srdiv.features.folds import fold_queries, fold_split
 
     loaded = load_params(params)
     split = fold_split(load_collection(collection).folds, fold, str(collection / "folds.parquet"))

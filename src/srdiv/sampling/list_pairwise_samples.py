@@ -40,7 +40,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from srdiv.sampling.targets import Metric, ideal_orders, score_rankings
+from srdiv.metrics.targets import Metric, ideal_orders, score_rankings
 
 TIE_TOLERANCE = 1e-9
 """Metric differences below this are ties (the same gain summed in another order)."""
@@ -76,7 +76,7 @@ def list_pairwise_samples(labels: np.ndarray, doc_mask: np.ndarray, n_perms: int
                           ) -> ListPairwiseSamples:
     """GetSamples of Algorithm 1 for ``labels [Q, D, S]``, ``doc_mask [Q, D]``.
 
-    ``metric`` is M (e.g. :func:`srdiv.sampling.targets.ranking_metric`);
+    ``metric`` is M (e.g. :func:`srdiv.metrics.targets.ranking_metric`);
     ``alpha`` is used for the greedy ideal ranking; ``draw`` is one of :data:`DRAWS`.
     """
     if draw not in DRAWS:

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from srdiv.sampling.targets import Metric, ideal_orders, score_rankings
+from srdiv.metrics.targets import Metric, ideal_orders, score_rankings
 
 
 def random_orders(doc_mask: np.ndarray, n: int, rng: np.random.Generator) -> np.ndarray:

@@ -33,10 +33,10 @@ import numpy as np
 
 from srdiv.features.bundle import Bundle
 from srdiv.io import InputError, atomic_path, check_finite, existing_file, load_npz
+from srdiv.metrics.targets import ranking_metric
 from srdiv.params import model_rows
 from srdiv.sampling.list_pairwise_samples import ListPairwiseSamples, list_pairwise_samples
 from srdiv.sampling.pamm_samples import pamm_rankings
-from srdiv.sampling.targets import ranking_metric
 
 SAMPLES_FILE = "samples.npz"
 PAMM_KEYS = ("pamm_pos", "pamm_pos_metric", "pamm_neg", "pamm_neg_metric")

@@ -1,6 +1,6 @@
 """One (model, fold) trial: tune on the validation fold and train (``run_job``), then rank the test fold (``rank_job``).
 
-Steps (fold protocol in :mod:`srdiv.train.folds`):
+Steps (fold protocol in :mod:`srdiv.features.folds`):
 
 1. split the bundle's queries; training queries keep their top ``train_docs``
    candidates, validation and test queries their top ``rank_docs``;
@@ -37,6 +37,7 @@ import torch
 
 from srdiv.collection.schema import Collection
 from srdiv.features.bundle import Bundle, BundleDims, FeatureScaler
+from srdiv.features.folds import FoldSplit, fold_queries, fold_split
 from srdiv.io import (InputError, claim, existing_file, load_torch, read_json, save_torch, verify, write_parquet,
                       write_text)
 from srdiv.metrics.runs import RUN_FILE, write_trec_run
@@ -48,7 +49,6 @@ from srdiv.experiment import ModelSpec, TrainSettings, model_spec
 from srdiv.models.ranking import RunScorer, rank_bundle, resolve_device, run_frame
 from srdiv.registry import MODELS, OBJECTIVES
 from srdiv.sampling.samples import Samples
-from srdiv.train.folds import FoldSplit, fold_queries, fold_split
 from srdiv.train.records import check_identity, fingerprint, identity, read_record
 from srdiv.train.trainer import Callback, Trainer, curve_frame, trainable
 
