@@ -70,8 +70,8 @@ def import_dssa(
     relevance_out: Path = typer.Option(..., help="Relevance features (features/relevance.parquet)."),
     params: Optional[list[Path]] = PARAMS,
 ) -> None:
-    """Read the precomputed DSSA release into the tables the text stages write (the three replace
-    the old ones together: :func:`srdiv.io.atomic_set`)."""
+    """Read the precomputed DSSA release into the tables the text stages write (the three files replace
+    the old ones together, or none does)."""
     from srdiv.collection.schema import load_collection
     from srdiv.features.dssa_import import check_candidates, import_release
     from srdiv.io import atomic_set, write_parquet

@@ -28,10 +28,10 @@ def report_times(stage: str, times: dict[str, float]) -> None:
 def embed(
     collection: Path = COLLECTION,
     docs: Optional[Path] = DOCS,
-    out: Path = typer.Option(..., help="Output directory (doc2vec.parquet, lda.parquet, trained models)."),
+    out: Path = typer.Option(..., help="Output directory (doc2vec.parquet, lda.parquet, svd.parquet, trained models)."),
     params: Optional[list[Path]] = PARAMS,
 ) -> None:
-    """Train doc2vec (PV-DBOW) and LDA on all documents; write their vectors and models."""
+    """Train doc2vec (PV-DBOW), LDA and SVD (LSA on tf-idf) on all documents; write their vectors and models."""
     from srdiv.text.documents import load_docs
     from srdiv.text.embed import embed_documents
 
@@ -42,10 +42,10 @@ def pseudo_docs(
     collection: Path = COLLECTION,
     docs: Optional[Path] = DOCS,
     embed_dir: Path = typer.Option(..., help="Output directory of 'srdiv embed' (trained models)."),
-    out: Path = typer.Option(..., help="Output directory (doc2vec.parquet, lda.parquet)."),
+    out: Path = typer.Option(..., help="Output directory (doc2vec.parquet, lda.parquet, svd.parquet)."),
     params: Optional[list[Path]] = PARAMS,
 ) -> None:
-    """Vectors of queries and suggestions from their top-Z BM25 pseudo-documents."""
+    """doc2vec, LDA and SVD vectors of queries and suggestions from their top-Z BM25 pseudo-documents."""
     from srdiv.collection.schema import load_collection
     from srdiv.text.documents import load_docs
     from srdiv.text.pseudo_docs import pseudo_document_vectors
