@@ -1,39 +1,15 @@
-"""Shared test setup: the repository's paths (import them: ``from conftest import ROOT``), the
-``needs_cuda`` marker, the ``DEVICES`` parameters and the fixtures that more than one module reads,
-built once per session.
+"""Shared test setup: the fixtures that more than one module reads, built once per session (the paths and
+markers modules import are in ``helpers.py``).
 
 The session fixtures hand every module the same objects: a test may read them, never change them in place
 (copy first).
 """
 
-import json
-import sys
 import warnings
-from pathlib import Path
 
 import pytest
-import torch
 
-ROOT = Path(__file__).resolve().parents[1]
-"""The repository: params.yaml, config/, data/, the Snakefile."""
-
-BIN = Path(sys.executable).parent
-"""The virtual environment's scripts: srdiv, snakemake, dvc."""
-
-FIXTURES = ROOT / "tests" / "fixtures"
-"""Small vendored inputs: a TREC Web Track slice, a WordNet slice, a DSSA-release sample."""
-
-TREC_WEB = ROOT / "data" / "external" / "trec-web-2009-2012"
-"""The vendored TREC Web Track 2009-2012 topics, qrels, folds and Lemur run."""
-
-DSSA_SAMPLE = FIXTURES / "dssa-sample"
-"""The DSSA feature release's 13-topic sample and its collection."""
-
-needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
-"""Marks a test (or a ``pytest.param``) that runs only where torch sees a CUDA device; CI has none."""
-
-DEVICES = [pytest.param("cpu"), pytest.param("cuda", marks=needs_cuda)]
-"""``@pytest.mark.parametrize("device", DEVICES)``: a test on the CPU, and on a CUDA device where there is one."""
+from helpers import DSSA_SAMPLE, TREC_WEB
 
 
 @pytest.fixture(scope="session")
@@ -60,21 +36,3 @@ def dssa_release(dssa_sample):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # level-2 suggestions absent from the release
         return import_release(dssa_sample, DSSA_SAMPLE)
-
-
-def write_job(out: Path, row: str, fold: int, hparams: dict | None = None, timings: dict | None = None,
-              rank: dict | None = None) -> None:
-    """The records of a trained and ranked job (as ``srdiv train`` and ``srdiv rank`` write them), with changes."""
-    identity = {"row": row, "fold": fold, "params": "p" * 64, "bundle": "b" * 64, "data": "d" * 64}
-    out.mkdir(parents=True, exist_ok=True)
-    records = {
-        "hparams.json": {**identity, "seed": 0, "chosen": {}, "valid_measure": "alpha_nDCG@20", "valid": 0.5,
-                         "grid": [{"point": {}, "valid": 0.5, "best_epoch": 0, "epochs": 0}],
-                         "spec": {"train": {"epochs": 10}}, **(hparams or {})},
-        "timings.json": {"train_seconds": 1.0, "restored_epochs": 0, "tune_points": 1, "device": "cpu",
-                         "commit": "abc1234", **(timings or {})},
-        "rank.json": {"rank_ms_per_query": 1.0, "test_queries": 3, "device": "cpu", "model": identity, **(rank or {})},
-    }
-    for name, record in records.items():
-        (out / name).write_text(json.dumps(record))
-

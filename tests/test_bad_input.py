@@ -11,7 +11,7 @@ import pytest
 from srdiv.cli import main
 from srdiv.io import InputError
 from srdiv.metrics import evaluate_run, read_run, write_trec_run
-from conftest import FIXTURES
+from helpers import FIXTURES
 
 MINI = FIXTURES / "trec-web-mini"
 GOOD_RUN = """51 Q0 docA 1 3.5 t

@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from conftest import FIXTURES, ROOT
+from helpers import FIXTURES, ROOT
 from srdiv.cli import main
 from srdiv.collection.schema import TABLES, load_collection
 from srdiv.collection.trec_files import deal_folds, escape, unescape

@@ -22,7 +22,7 @@ from srdiv.features.relevance import relevance_features
 from srdiv.io import InputError
 from srdiv.params import load_params
 from srdiv.text.pseudo_docs import query_strings
-from conftest import FIXTURES, ROOT
+from helpers import FIXTURES, ROOT
 
 MINI = FIXTURES / "debian-mini"
 SHIPPED = ROOT / "data" / "collections" / "debian-facets"

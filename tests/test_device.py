@@ -52,7 +52,7 @@ from srdiv.registry import MODELS, OBJECTIVES
 from srdiv.sampling.samples import SampleSettings, make_samples
 from srdiv.train.job import build_model
 from srdiv.train.trainer import Trainer, trainable
-from conftest import DEVICES, ROOT, needs_cuda
+from helpers import DEVICES, ROOT, needs_cuda
 
 PARAMS = load_params(ROOT / "params.yaml")
 SRC = str(Path(srdiv.__file__).resolve().parent)

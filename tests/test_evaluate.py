@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from conftest import FIXTURES, ROOT
+from helpers import FIXTURES, ROOT
 from srdiv.cli import main
 from srdiv.collection.schema import load_collection
 from srdiv.metrics import evaluate_run

@@ -19,7 +19,7 @@ import pytest
 import yaml
 
 from srdiv.cli import main
-from conftest import FIXTURES, ROOT
+from helpers import FIXTURES, ROOT
 from tiny_text_collection import SMALL_EMBED, write_tiny
 
 OVERLAY = {"train": {"epochs": 2, "train_docs": 6, "rank_docs": 6},

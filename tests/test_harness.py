@@ -12,7 +12,7 @@ import torch
 import yaml
 from typer.testing import CliRunner
 
-from conftest import ROOT
+from helpers import ROOT
 from srdiv.cli import app, main
 from srdiv.collection.schema import Collection, write_collection
 from srdiv.experiment import Component, ModelSpec, model_spec

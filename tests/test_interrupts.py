@@ -11,7 +11,7 @@ import pytest
 
 import srdiv.collection.schema as schema
 from srdiv.cli import main
-from conftest import ROOT
+from helpers import ROOT
 
 SRDIV = Path(sys.executable).parent / "srdiv"
 

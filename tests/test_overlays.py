@@ -10,7 +10,7 @@ from importlib.metadata import EntryPoint
 import pytest
 
 import srdiv.registry as registry
-from conftest import BIN, ROOT
+from helpers import BIN, ROOT
 from srdiv.experiment import run_rows
 from srdiv.io import InputError
 from srdiv.params import load_params, merge, setting_files

@@ -11,7 +11,7 @@ import yaml
 
 from srdiv import workflow
 from srdiv.workflow import render_dvc_yamls
-from conftest import BIN, ROOT
+from helpers import BIN, ROOT
 
 SMOKE = [Path("params.yaml"), Path("config/smoke.yaml")]
 STUDIES = [Path(f"config/{name}.yaml") for name in ("ablations-dssa", "ablations", "ablations-daletor", "sweeps", "desa-ablations", "all")]

@@ -9,7 +9,7 @@ import pytest
 
 pt = pytest.importorskip("pyterrier")
 
-from conftest import ROOT  # noqa: E402
+from helpers import ROOT  # noqa: E402
 from srdiv import pyterrier as spt  # noqa: E402
 from srdiv.collection.schema import load_collection  # noqa: E402
 from srdiv.experiment import model_spec  # noqa: E402

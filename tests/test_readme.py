@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from conftest import ROOT
+from helpers import ROOT
 
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 SNIPPET = re.compile(r"^```python\n(.*?)^```$", re.S | re.M)

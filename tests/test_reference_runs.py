@@ -16,7 +16,7 @@ from srdiv.collection.schema import Collection, write_collection
 from srdiv.metrics import evaluate_run, read_run
 from srdiv.metrics.gather import reference_runs
 from srdiv.report.builder import build_tables, metric_at_k_from_runs
-from conftest import BIN, ROOT, write_job
+from helpers import BIN, ROOT, write_job
 
 
 

@@ -19,7 +19,7 @@ from srdiv.params import load_params
 from srdiv.sampling.samples import SampleSettings, make_samples
 from srdiv.features.folds import fold_queries, fold_split, select_queries
 from srdiv.train.job import Trained, rank_job, run_job
-from conftest import ROOT
+from helpers import ROOT
 
 PARAMS = load_params(ROOT / "params.yaml")
 FOLD = 3  # test 16, 41, 42; validation 6, 22, 136; training the other 7 topics

@@ -3,7 +3,7 @@
 import importlib.util
 import sys
 
-from conftest import ROOT
+from helpers import ROOT
 
 spec = importlib.util.spec_from_file_location("replay_schedule", ROOT / "scripts" / "replay_schedule.py")
 replay_schedule = sys.modules["replay_schedule"] = importlib.util.module_from_spec(spec)

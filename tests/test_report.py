@@ -12,7 +12,7 @@ from scipy import stats
 from srdiv.io import InputError
 from srdiv.metrics.stats import holm_adjust, paired_pvalues
 from srdiv.report.builder import build_report, build_tables, params_hash
-from conftest import write_job
+from helpers import write_job
 
 MEASURES = ["ERR_IA@20", "alpha_nDCG@20", "NRBP", "P_IA@20", "StRecall@20",
             "ERR_IA@5", "ERR_IA@10", "alpha_nDCG@5", "alpha_nDCG@10", "StRecall@5", "StRecall@10"]

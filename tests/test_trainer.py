@@ -18,7 +18,7 @@ from srdiv.objectives.mle import PlackettLuceMLE
 from srdiv.sampling.list_pairwise_samples import ListPairwiseSamples
 from srdiv.sampling.samples import Samples
 from srdiv.train.trainer import Trainer, make_optimizer, trainable
-from conftest import DEVICES
+from helpers import DEVICES
 
 
 class FreeScores(DiversityModel):

@@ -12,7 +12,7 @@ from srdiv.cli import main
 from srdiv.collection.schema import load_collection
 from srdiv.collection.trec_web import read_suggestions
 from srdiv.metrics import evaluate_run, mean_measures
-from conftest import FIXTURES, ROOT
+from helpers import FIXTURES, ROOT
 
 DATA = ROOT / "data" / "external" / "trec-web-2009-2012"
 MINI = FIXTURES / "trec-web-mini"

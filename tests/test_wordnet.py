@@ -19,7 +19,7 @@ from srdiv.collection.wordnet_card import ORACLE_FILE, data_card
 from srdiv.collection.wordnet_files import read_wordnet
 from srdiv.io import InputError
 from srdiv.params import load_params
-from conftest import FIXTURES, ROOT
+from helpers import FIXTURES, ROOT
 
 MINI = FIXTURES / "wordnet-mini"
 SHIPPED = ROOT / "data" / "collections" / "wordnet-div"
