@@ -108,6 +108,8 @@ def test_every_dvc_stage_calls_srdiv_and_depends_on_its_code(dvc_stages):
         code = [dep.def_path for dep in stage.deps if dep.def_path.startswith("src/")]
         assert any(path.startswith(f"src/srdiv/{package}") for path in code), stage.addressing
         assert "src/srdiv" not in code and "src/srdiv/cli.py" not in code, stage.addressing
+        empty = [path for path in code if (ROOT / path).is_file() and not (ROOT / path).stat().st_size]
+        assert empty == [], stage.addressing      # DVC warns on every stage that depends on an empty file
 
 
 def test_slurm_profile_dry_run(in_root, tmp_path):

@@ -108,7 +108,8 @@ def _imported(path: Path) -> frozenset[str]:
 def code_closure(module: str) -> tuple[str, ...]:
     """Source paths (relative to the project root) of ``module`` and every srdiv module it imports,
     directly or not, with the packages around them; a package whose every file is reached is named as
-    its directory."""
+    its directory. An empty file (a bare package ``__init__.py``) holds no code and is left out: DVC
+    warns on every stage that depends on one."""
     seen, todo = set(), [module]
     while todo:
         name = todo.pop()
@@ -124,7 +125,7 @@ def code_closure(module: str) -> tuple[str, ...]:
         every = {p.relative_to(SRC.parent.parent).as_posix() for p in package.rglob("*.py")}
         if every <= files:
             files = (files - every) | {package.relative_to(SRC.parent.parent).as_posix()}
-    return tuple(sorted(files))
+    return tuple(sorted(f for f in files if (SRC.parent.parent / f).is_dir() or (SRC.parent.parent / f).stat().st_size))
 
 
 def command_modules() -> dict[str, str]:
