@@ -108,8 +108,10 @@ def test_imports_point_down_the_data_flow():
     assert upward == []
 
 
-def test_no_import_circle():
-    assert circles(import_graph()) == []
+def test_no_import_circle_inside_a_package():
+    """Modules of one package (``srdiv.collection.*``) never import each other in a circle; circles across
+    packages in different layers fail the layer test."""
+    assert [c for c in circles(import_graph()) if len({m.split(".")[1] for m in c}) == 1] == []
 
 
 def test_circles_finds_a_function_local_circle(tmp_path):
