@@ -121,7 +121,7 @@ def _locked(folder: Path) -> Iterator[None]:
         os.close(fd)
 
 
-def claim(path: str | os.PathLike, legacy: Callable[[Path], bool] | None = None) -> None:
+def claim(path: str | os.PathLike, legacy: Callable[[Path], bool] | None = None, shrunk: bool = False) -> None:
     """Refuse to replace ``path`` unless srdiv wrote what lies there: its directory's manifest records
     ``path`` with the digest of its present content (so a file a user wrote, or changed since, is
     never replaced). ``legacy``: whether an unrecorded ``path`` is an output of an srdiv without
@@ -136,9 +136,10 @@ def claim(path: str | os.PathLike, legacy: Callable[[Path], bool] | None = None)
     if recorded is None:
         raise InputError(path, "exists and srdiv did not write it; srdiv never replaces a file it did not write: "
                                "move it away or choose another output path")
-    if digest(path) not in recorded:
+    if digest(path) not in recorded and not (shrunk and path.is_dir() and legacy is not None and legacy(path)):
         raise InputError(path, "was changed since srdiv wrote it; srdiv never replaces a file it did not write: "
-                               "move it away or choose another output path")
+                               "move it away or choose another output path")      # (a directory of only its own
+                                                                                  # kind of files: Snakemake removed one)
 
 
 def _write_manifest(folder: Path, text: str | None) -> None:
@@ -214,8 +215,8 @@ def atomic_path(path: str | os.PathLike, legacy: Callable[[Path], bool] | None =
 
 
 @contextlib.contextmanager
-def atomic_set(paths: list[str | os.PathLike],
-               legacy: Callable[[Path], bool] | None = None) -> Iterator[list[Path]]:
+def atomic_set(paths: list[str | os.PathLike], legacy: Callable[[Path], bool] | None = None,
+               shrunk: bool = False) -> Iterator[list[Path]]:
     """Yield a new path for each of ``paths`` (files or directories, each in a temporary directory
     beside its own); they replace ``paths`` together, only on success.
 
@@ -232,7 +233,7 @@ def atomic_set(paths: list[str | os.PathLike],
     if twice:
         raise InputError(twice[0], "the same output is given twice; choose one path per output")
     for path in paths:
-        claim(path, legacy)
+        claim(path, legacy, shrunk)      # shrunk: a recorded directory that ``legacy`` accepts may have changed
     temps = []
     try:
         for path in paths:
