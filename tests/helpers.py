@@ -45,3 +45,23 @@ def write_job(out: Path, row: str, fold: int, hparams: dict | None = None, timin
     }
     for name, record in records.items():
         (out / name).write_text(json.dumps(record))
+
+
+def cli_output(monkeypatch, capsys, *args) -> tuple[int, str, str]:
+    """Run the real entry point with ``args``; return (exit code, stdout, stderr)."""
+    from srdiv.cli import main
+
+    monkeypatch.setattr(sys, "argv", ["srdiv", *map(str, args)])
+    try:
+        main()
+        code = 0
+    except SystemExit as exit_:
+        code = exit_.code
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def cli(monkeypatch, capsys, *args) -> tuple[int, str]:
+    """:func:`cli_output` without stdout: (exit code, stderr)."""
+    code, _, err = cli_output(monkeypatch, capsys, *args)
+    return code, err

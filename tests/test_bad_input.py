@@ -11,24 +11,13 @@ import pytest
 from srdiv.cli import main
 from srdiv.io import InputError
 from srdiv.metrics import evaluate_run, read_run, write_trec_run
-from helpers import FIXTURES
+from helpers import FIXTURES, cli
 
 MINI = FIXTURES / "trec-web-mini"
 GOOD_RUN = """51 Q0 docA 1 3.5 t
 51 Q0 docB 2 2.5 t
 1 Q0 docC 1 1.0 t
 """
-
-
-def cli(monkeypatch, capsys, *args) -> tuple[int, str]:
-    """Run the real entry point; return (exit code, stderr)."""
-    monkeypatch.setattr(sys, "argv", ["srdiv", *map(str, args)])
-    try:
-        main()
-        code = 0
-    except SystemExit as exit_:
-        code = exit_.code
-    return code, capsys.readouterr().err
 
 
 @pytest.fixture(scope="module")

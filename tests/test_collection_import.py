@@ -1,30 +1,18 @@
 """``srdiv collection import`` / ``export``: standard TREC-style files to a collection and back, every malformed
 line one error naming the file and the line, nothing half-written."""
 
-import sys
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 
-from helpers import FIXTURES, ROOT
-from srdiv.cli import main
+from helpers import FIXTURES, ROOT, cli
 from srdiv.collection.schema import TABLES, load_collection
 from srdiv.collection.trec_files import deal_folds, escape, unescape
 
 MINI = FIXTURES / "trec-web-mini"
 COMMITTED = sorted(p for p in (ROOT / "data" / "collections").iterdir() if (p / "topics.parquet").exists())
-
-
-def cli(monkeypatch, capsys, *args) -> tuple[int, str]:
-    monkeypatch.setattr(sys, "argv", ["srdiv", *map(str, args)])
-    try:
-        main()
-        code = 0
-    except SystemExit as exit_:
-        code = exit_.code
-    return code, capsys.readouterr().err
 
 
 def import_args(d: Path, docs: bool = False) -> list:

@@ -1,14 +1,12 @@
 """``srdiv evaluate`` as ir_measures users expect: a qrels file instead of a collection, Holm-corrected tests,
 and the tie rule of ``--by-score`` as ndeval ``-traditional`` or as pyndeval (ir_measures, pt.Experiment)."""
 
-import sys
 
 import numpy as np
 import pandas as pd
 import pytest
 
-from helpers import FIXTURES, ROOT
-from srdiv.cli import main
+from helpers import FIXTURES, ROOT, cli_output
 from srdiv.collection.schema import load_collection
 from srdiv.metrics import evaluate_run
 from srdiv.metrics.runs import order_run
@@ -16,18 +14,6 @@ from srdiv.metrics.stats import holm_adjust, paired_pvalues
 
 MINI = FIXTURES / "trec-web-mini"
 WORDNET = ROOT / "data" / "collections" / "wordnet-div"
-
-
-def cli(monkeypatch, capsys, *args) -> tuple[int, str, str]:
-    """Run the real entry point; return (exit code, stdout, stderr)."""
-    monkeypatch.setattr(sys, "argv", ["srdiv", *map(str, args)])
-    try:
-        main()
-        code = 0
-    except SystemExit as exit_:
-        code = exit_.code
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
 
 
 def write_run(run: pd.DataFrame, path, ranks: bool = True) -> None:
@@ -52,10 +38,10 @@ def mini(tmp_path_factory):
 def test_a_qrels_file_gives_the_collections_numbers(mini, tmp_path, monkeypatch, capsys):
     coll = load_collection(mini / "coll")
     write_run(coll.run, tmp_path / "run.txt")
-    code, out, err = cli(monkeypatch, capsys, "evaluate", "--qrels", mini / "qrels.txt", "--run", tmp_path / "run.txt",
+    code, out, err = cli_output(monkeypatch, capsys, "evaluate", "--qrels", mini / "qrels.txt", "--run", tmp_path / "run.txt",
                          "--out", tmp_path / "q.parquet")
     assert code == 0, err
-    code, out2, err = cli(monkeypatch, capsys, "evaluate", "--collection", mini / "coll", "--run",
+    code, out2, err = cli_output(monkeypatch, capsys, "evaluate", "--collection", mini / "coll", "--run",
                           tmp_path / "run.txt", "--out", tmp_path / "c.parquet")
     assert code == 0, err
     from_qrels, from_coll = (pd.read_parquet(tmp_path / f"{n}.parquet") for n in ("q", "c"))
@@ -64,7 +50,7 @@ def test_a_qrels_file_gives_the_collections_numbers(mini, tmp_path, monkeypatch,
     # a run topic the qrels lack is ignored, as ndeval does (a collection rejects it: not one of its topics)
     with (tmp_path / "run.txt").open("a") as f:
         f.write("99999 Q0 docX 1 1.0 t\n")
-    code, _, err = cli(monkeypatch, capsys, "evaluate", "--qrels", mini / "qrels.txt", "--run", tmp_path / "run.txt",
+    code, _, err = cli_output(monkeypatch, capsys, "evaluate", "--qrels", mini / "qrels.txt", "--run", tmp_path / "run.txt",
                        "--topics", "1-50", "--out", tmp_path / "q2.parquet")
     assert code == 0, err
     assert set(pd.read_parquet(tmp_path / "q2.parquet")["qid"]) == {q for q in coll.qrels["qid"] if int(q) <= 50}
@@ -81,7 +67,7 @@ def test_evaluate_usage_errors(mini, tmp_path, monkeypatch, capsys, args, why):
     write_run(load_collection(mini / "coll").run, tmp_path / "run.txt")
     qrels = () if args == () else ("--qrels", mini / "qrels.txt")
     args = tuple(mini / "coll" if a == "COLL" else a for a in args)
-    code, _, err = cli(monkeypatch, capsys, "evaluate", *qrels, *args, "--run", tmp_path / "run.txt",
+    code, _, err = cli_output(monkeypatch, capsys, "evaluate", *qrels, *args, "--run", tmp_path / "run.txt",
                        "--out", tmp_path / "m.parquet")
     assert code == 2 and why in " ".join(err.split()), err
     assert not (tmp_path / "m.parquet").exists()
@@ -95,7 +81,7 @@ def test_evaluate_usage_errors(mini, tmp_path, monkeypatch, capsys, args, why):
 def test_a_malformed_qrels_file_is_one_line(tmp_path, monkeypatch, capsys, line, why):
     (tmp_path / "qrels.txt").write_text("51 1 docA 1\n" + line)
     (tmp_path / "run.txt").write_text("51 Q0 docA 1 1.0 t\n")
-    code, _, err = cli(monkeypatch, capsys, "evaluate", "--qrels", tmp_path / "qrels.txt", "--run",
+    code, _, err = cli_output(monkeypatch, capsys, "evaluate", "--qrels", tmp_path / "qrels.txt", "--run",
                        tmp_path / "run.txt", "--out", tmp_path / "m.parquet")
     lines = err.strip().splitlines()
     assert code == 2 and len(lines) == 1 and why in lines[0], err
@@ -115,7 +101,7 @@ def test_holm_marks_follow_the_adjusted_p_values(mini, tmp_path, monkeypatch, ca
     runs += ["--run", tmp_path / "ideal.txt"]
     ideal = coll.qrels[coll.qrels["rel"] > 0].drop_duplicates(["qid", "docno"])
     write_run(ideal.assign(rank=ideal.groupby("qid").cumcount() + 1, score=1.0), tmp_path / "ideal.txt")
-    code, out, err = cli(monkeypatch, capsys, "evaluate", "--collection", mini / "coll", *runs, "--holm",
+    code, out, err = cli_output(monkeypatch, capsys, "evaluate", "--collection", mini / "coll", *runs, "--holm",
                          "--alpha", "0.2", "--out", tmp_path / "m.parquet")
     assert code == 0, err
     metrics = pd.read_parquet(tmp_path / "m.parquet")
@@ -153,7 +139,7 @@ def test_by_score_with_pyndeval_ties_gives_ir_measures_numbers(tmp_path, monkeyp
                                                 coll.qrels[["qid", "sid", "docno", "grade"]].itertuples(index=False)))
     results = {}
     for ties in ("ndeval", "pyndeval"):
-        code, _, err = cli(monkeypatch, capsys, "evaluate", "--qrels", tmp_path / "qrels.txt", "--run",
+        code, _, err = cli_output(monkeypatch, capsys, "evaluate", "--qrels", tmp_path / "qrels.txt", "--run",
                            tmp_path / "run.txt", "--by-score", "--ties", ties, "--out", tmp_path / f"{ties}.parquet")
         assert code == 0, err
         results[ties] = pd.read_parquet(tmp_path / f"{ties}.parquet")
