@@ -43,6 +43,7 @@ from srdiv.metrics import evaluate_run, mean_measures
 from srdiv.models.base import greedy_rank
 from srdiv.models.unsupervised import Layer, list_probs
 from srdiv.models.xquad import xquad_scores
+from srdiv.text.pseudo_docs import query_strings
 
 MEASURE = "alpha_nDCG@20"
 LAMBDA = 0.5
@@ -56,14 +57,13 @@ class Strings:
 
     @classmethod
     def of(cls, coll: Collection) -> "Strings":
-        sugg = coll.suggestions
-        parts = [
-            pd.DataFrame({"qid": coll.topics["qid"], "sugg_id": "", "text": coll.topics["query"], "kind": "query"}),
-            sugg[["qid", "sugg_id", "text"]].assign(kind=np.where(sugg["level"] == 1, "level1", "level2")),
-            pd.DataFrame({"qid": coll.subtopics["qid"], "sugg_id": "subtopic:" + coll.subtopics["sid"],
-                          "text": coll.subtopics["text"], "kind": "subtopic"}),
-        ]
-        return cls(pd.concat(parts, ignore_index=True))
+        """The strings the text stages score (:func:`srdiv.text.pseudo_docs.query_strings`), then the subtopics."""
+        strings = query_strings(coll)
+        level = strings[["qid", "sugg_id"]].merge(coll.suggestions[["qid", "sugg_id", "level"]], how="left")["level"]
+        kind = np.select([strings["sugg_id"] == "", level == 1], ["query", "level1"], "level2")
+        subtopics = pd.DataFrame({"qid": coll.subtopics["qid"], "sugg_id": "subtopic:" + coll.subtopics["sid"],
+                                  "text": coll.subtopics["text"], "kind": "subtopic"})
+        return cls(pd.concat([strings.assign(kind=kind), subtopics], ignore_index=True))
 
 
 # ------------------------------------------------------------------ figure 1
