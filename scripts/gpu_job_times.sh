@@ -1,22 +1,30 @@
 #!/usr/bin/env bash
-# Per-job times of the main table on a GPU machine, for scripts/replay_schedule.py (one fold, < 10 minutes).
+# Per-job times of the main table on a GPU machine, for scripts/replay_schedule.py.
 #
-#   bash scripts/gpu_job_times.sh [OUT_DIR]          # default OUT_DIR: gpu-job-times/
+#   bash scripts/gpu_job_times.sh [OUT_DIR] [fold1|all]     # defaults: gpu-job-times/, fold1
 #
-# Runs, from the committed wordnet-div collection (the text stages' inputs travel with the work tree),
-# the main table's DAG for fold 1 as a user's workstation would: `snakemake --cores $(nproc)
-# --resources gpu=1`, the text stages and fold 1's samples first (timed as one phase), then every row's
-# train job of fold 1, which ranks the fold's test queries too (the rows with `gpu_gain` on the GPU, four
-# at a time; the others on the cores). It writes to OUT_DIR:
-#   job-times.tsv   rule, row, device, seconds, source: each train job's wall seconds from its Snakemake
-#                   benchmark record, the device from its timings.json (the replay's --times format)
-#   phases.tsv      wall seconds of the text-stage phase and of the fold-1 training phase
+# Runs the main table's DAG (params.yaml + config/main.yaml) as a user's workstation would:
+# `snakemake --cores $(nproc) --resources gpu=1`. Phase 1 makes the text stages, the bundles and fold 1's
+# samples (from the committed wordnet-div collection; outputs already there and up to date are kept, so
+# text-stage outputs copied from another machine and marked up to date with `snakemake --touch` are not
+# made again). Phase 2 is, with `fold1` (under 10 minutes on one GPU and 16 cores), every row's train job
+# of fold 1, which ranks the fold's test queries too; with `all`, the whole main table, as `make run`
+# (every fold, the evaluations and the report in results/wordnet-div). The rows with `gpu_gain` train on
+# the GPU, `gpu_jobs` at a time; the others on the cores. PHASE2_LIMIT (seconds, default 3600) stops
+# phase 2 (SIGTERM to Snakemake) and the script still writes the times of the jobs that finished.
+# It writes to OUT_DIR:
+#   job-times.tsv   rule, row, device, seconds, source (the replay's --times format): each rule's median wall
+#                   seconds over the jobs that ran, from Snakemake's benchmark records; the device of a train
+#                   job from its timings.json
+#   phases.tsv      wall seconds of each phase, its exit status and the jobs it ran
 #   machine.txt     nvidia-smi, CPU model and count, torch version, commit
 #   snakemake-*.log the two Snakemake runs' logs (each job's start and end)
 # Needs the pipeline's Python environment (`make install`, or the same packages on PATH) on the GPU
 # machine: it stops in seconds, naming what is missing, if torch, gensim, snakemake or srdiv are not there.
 set -euo pipefail
 OUT=${1:-gpu-job-times}
+SCOPE=${2:-fold1}
+case $SCOPE in fold1|all) ;; *) echo "gpu_job_times: scope must be fold1 or all, not '$SCOPE'"; exit 2;; esac
 mkdir -p "$OUT"
 [ -x .venv/bin/python ] && export PATH="$PWD/.venv/bin:$PATH"
 python - <<'EOF' || { echo "gpu_job_times: cannot run on this machine (above)"; exit 2; }
@@ -30,34 +38,66 @@ if not torch.cuda.is_available():
 EOF
 command -v snakemake >/dev/null && command -v srdiv >/dev/null \
     || { echo "gpu_job_times: snakemake and srdiv must be on PATH"; exit 2; }
-{ nvidia-smi; lscpu | grep -E 'Model name|^CPU\(s\)'; python -c 'import torch, srdiv; print("torch", torch.__version__)'; \
-  git rev-parse HEAD; } > "$OUT/machine.txt" 2>&1
+{ nvidia-smi; lscpu | grep -E 'Model name|^CPU\(s\)'; python -c 'import sys, torch, numpy; print("python", sys.version.split()[0], "torch", torch.__version__, "numpy", numpy.__version__)'; \
+  git rev-parse HEAD 2>/dev/null || echo "commit: not a git checkout"; } > "$OUT/machine.txt" 2>&1
 CORES=$(nproc)
 ROWS=$(python -c 'import yaml; print(" ".join(yaml.safe_load(open("config/main.yaml"))["run_models"]))')
-OPTS="--rerun-incomplete --cores $CORES --resources gpu=1"   # after the targets: --resources takes several values
+OPTS="--configfile params.yaml config/main.yaml --rerun-incomplete --cores $CORES --resources gpu=1"
+LIMIT=${PHASE2_LIMIT:-3600}
 
-start=$(date +%s.%N)
-snakemake work/wordnet-div/samples/fold1/samples.npz work/wordnet-div/bundle/doc2vec.npz work/wordnet-div/bundle/lda.npz $OPTS \
-    > "$OUT/snakemake-text.log" 2>&1
-text=$(python -c "import time; print(round(time.time() - $start, 1))")
-start=$(date +%s.%N)
-snakemake $(for row in $ROWS; do echo "work/wordnet-div/models/$row/fold1/rank.json"; done) $OPTS > "$OUT/snakemake-train.log" 2>&1
-train=$(python -c "import time; print(round(time.time() - $start, 1))")
-printf 'phase\tseconds\tcores\ntext stages and fold-1 samples\t%s\t%s\nfold-1 train jobs\t%s\t%s\n' \
-    "$text" "$CORES" "$train" "$CORES" > "$OUT/phases.tsv"
+phase() {   # phase NAME LOG LIMIT TARGETS...: run Snakemake, append the phase's wall time and status
+    local name=$1 log=$2 limit=$3; shift 3
+    local start status=0
+    start=$(date +%s.%N)
+    timeout --signal=TERM --kill-after=30 "$limit" snakemake "$@" $OPTS > "$OUT/$log" 2>&1 || status=$?
+    python - "$name" "$start" "$status" "$OUT/$log" "$CORES" >> "$OUT/phases.tsv" <<'EOF'
+import re, sys, time
+from collections import Counter
+name, start, status, log, cores = sys.argv[1:]
+jobs = Counter(re.findall(r"^(?:local)?rule (\w+):", open(log).read(), flags=re.M))
+print(f"{name}\t{time.time() - float(start):.1f}\t{status}\t{cores}\t"
+      + ", ".join(f"{rule} {n}" for rule, n in sorted(jobs.items())))
+EOF
+    return 0
+}
 
-python - "$OUT" "$CORES" $ROWS <<'EOF'
+printf 'phase\tseconds\texit\tcores\tjobs started\n' > "$OUT/phases.tsv"
+phase "text stages, bundles and fold-1 samples" snakemake-text.log 1800 \
+    work/wordnet-div/samples/fold1/samples.npz work/wordnet-div/bundle/doc2vec.npz work/wordnet-div/bundle/lda.npz
+if [ "$SCOPE" = fold1 ]; then
+    phase "fold-1 train jobs" snakemake-train.log "$LIMIT" \
+        $(for row in $ROWS; do echo "work/wordnet-div/models/$row/fold1/rank.json"; done)
+else
+    phase "the main table (make run)" snakemake-train.log "$LIMIT"
+fi
+
+python - "$OUT" "$CORES" "$SCOPE" <<'EOF'
 import json, sys
 from pathlib import Path
 import pandas as pd
-out, cores, rows = Path(sys.argv[1]), sys.argv[2], sys.argv[3:]
+out, cores, scope = Path(sys.argv[1]), sys.argv[2], sys.argv[3]
+where = f"gpu_job_times.sh {scope}, --cores {cores} --resources gpu=1 (machine.txt)"
 lines = ["rule\trow\tdevice\tseconds\tsource"]
-for row in rows:
-    timings = json.loads(Path(f"work/wordnet-div/models/{row}/fold1/timings.json").read_text())
-    device = "cuda" if timings["device"].startswith("cuda") else "cpu"
-    bench = pd.read_csv(f"benchmarks/wordnet-div/train/{row}-fold1.tsv", sep="\t")
-    lines.append(f"train\t{row}\t{device}\t{bench['s'].iloc[0]:.1f}\tgpu_job_times.sh: fold 1, train job (ranking "
-                 f"included) Snakemake benchmark wall s, --cores {cores} --resources gpu=1 (machine.txt)")
+bench = Path("benchmarks/wordnet-div")
+for rule in ("embed", "pseudo_docs", "features_relevance", "features_diversity"):
+    if (bench / f"{rule}.tsv").exists():
+        s = pd.read_csv(bench / f"{rule}.tsv", sep="\t")["s"].iloc[0]
+        lines.append(f"{rule}\t*\tcpu\t{s:.1f}\t{where}: Snakemake benchmark wall s")
+samples = sorted((bench / "samples").glob("*.tsv"))
+if samples:
+    s = pd.concat(pd.read_csv(f, sep="\t") for f in samples)["s"].median()
+    lines.append(f"samples\t*\tcpu\t{s:.1f}\t{where}: median of {len(samples)} jobs")
+times = {}
+for record in sorted((bench / "train").glob("*-fold*.tsv")):
+    row, fold = record.stem.rsplit("-fold", 1)
+    timings = Path(f"work/wordnet-div/models/{row}/fold{fold}/timings.json")
+    if not timings.exists():     # stopped by PHASE2_LIMIT after the benchmark record was opened
+        continue
+    device = "cuda" if json.loads(timings.read_text())["device"].startswith("cuda") else "cpu"
+    times.setdefault((row, device), []).append(pd.read_csv(record, sep="\t")["s"].iloc[0])
+for (row, device), seconds in times.items():
+    lines.append(f"train\t{row}\t{device}\t{pd.Series(seconds).median():.1f}\t{where}: train job (ranking "
+                 f"included), median of {len(seconds)} folds' Snakemake benchmark wall s")
 (out / "job-times.tsv").write_text("\n".join(lines) + "\n")
 print((out / "job-times.tsv").read_text())
 EOF

@@ -12,13 +12,16 @@ CODE_PATHS = ("src", "workflow", "Snakefile", "params.yaml", "config")
 
 
 def git_commit() -> str:
-    """The checkout's short commit, ``-modified`` when :data:`CODE_PATHS` differ from it; ``unknown`` outside git."""
+    """The checkout's short commit, ``-modified`` when :data:`CODE_PATHS` differ from it. Outside a git checkout
+    (code copied to a cluster or GPU node without its ``.git``): the commit named by ``SRDIV_COMMIT``, marked
+    ``(SRDIV_COMMIT)`` because nothing checked it, else ``unknown``."""
     try:
         head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True)
         changed = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--", *CODE_PATHS],
                                  capture_output=True, text=True, check=True)
     except (OSError, subprocess.CalledProcessError):
-        return "unknown"
+        named = os.environ.get("SRDIV_COMMIT", "").strip()
+        return f"{named} (SRDIV_COMMIT)" if named else "unknown"
     return head.stdout.strip() + ("-modified" if changed.stdout.strip() else "")
 
 
