@@ -10,8 +10,9 @@
 # made again). Phase 2 is, with `fold1` (under 10 minutes on one GPU and 16 cores), every row's train job
 # of fold 1, which ranks the fold's test queries too; with `all`, the whole main table, as `make run`
 # (every fold, the evaluations and the report in results/wordnet-div). The rows with `gpu_gain` train on
-# the GPU, `gpu_jobs` at a time; the others on the cores. PHASE2_LIMIT (seconds, default 3600) stops
-# phase 2 (SIGTERM to Snakemake) and the script still writes the times of the jobs that finished.
+# the GPU, `gpu_jobs` at a time; the others on the cores. TIME_LIMIT (seconds for both phases, default
+# 3600; a GPU lease is often short) stops the phase running when it is spent (SIGTERM to Snakemake), and
+# the script still writes the times of the jobs that finished (a row whose job was stopped has no line).
 # It writes to OUT_DIR:
 #   job-times.tsv   rule, row, device, seconds, source (the replay's --times format): each rule's median wall
 #                   seconds over the jobs that ran, from Snakemake's benchmark records; the device of a train
@@ -39,11 +40,13 @@ EOF
 command -v snakemake >/dev/null && command -v srdiv >/dev/null \
     || { echo "gpu_job_times: snakemake and srdiv must be on PATH"; exit 2; }
 { nvidia-smi; lscpu | grep -E 'Model name|^CPU\(s\)'; python -c 'import sys, torch, numpy; print("python", sys.version.split()[0], "torch", torch.__version__, "numpy", numpy.__version__)'; \
-  git rev-parse HEAD 2>/dev/null || echo "commit: not a git checkout"; } > "$OUT/machine.txt" 2>&1
+  git rev-parse HEAD 2>/dev/null || echo "commit: not a git checkout (${SRDIV_COMMIT:-SRDIV_COMMIT not set})"; } \
+    > "$OUT/machine.txt" 2>&1 || true
 CORES=$(nproc)
 ROWS=$(python -c 'import yaml; print(" ".join(yaml.safe_load(open("config/main.yaml"))["run_models"]))')
 OPTS="--configfile params.yaml config/main.yaml --rerun-incomplete --cores $CORES --resources gpu=1"
-LIMIT=${PHASE2_LIMIT:-3600}
+END=$(( $(date +%s) + ${TIME_LIMIT:-3600} - 15 ))   # 15 s kept to write the times
+left() { local s=$(( END - $(date +%s) )); echo $(( s > 1 ? s : 1 )); }
 
 phase() {   # phase NAME LOG LIMIT TARGETS...: run Snakemake, append the phase's wall time and status
     local name=$1 log=$2 limit=$3; shift 3
@@ -62,13 +65,13 @@ EOF
 }
 
 printf 'phase\tseconds\texit\tcores\tjobs started\n' > "$OUT/phases.tsv"
-phase "text stages, bundles and fold-1 samples" snakemake-text.log 1800 \
+phase "text stages, bundles and fold-1 samples" snakemake-text.log "$(left)" \
     work/wordnet-div/samples/fold1/samples.npz work/wordnet-div/bundle/doc2vec.npz work/wordnet-div/bundle/lda.npz
 if [ "$SCOPE" = fold1 ]; then
-    phase "fold-1 train jobs" snakemake-train.log "$LIMIT" \
+    phase "fold-1 train jobs" snakemake-train.log "$(left)" \
         $(for row in $ROWS; do echo "work/wordnet-div/models/$row/fold1/rank.json"; done)
 else
-    phase "the main table (make run)" snakemake-train.log "$LIMIT"
+    phase "the main table (make run)" snakemake-train.log "$(left)"
 fi
 
 python - "$OUT" "$CORES" "$SCOPE" <<'EOF'
@@ -91,7 +94,7 @@ times = {}
 for record in sorted((bench / "train").glob("*-fold*.tsv")):
     row, fold = record.stem.rsplit("-fold", 1)
     timings = Path(f"work/wordnet-div/models/{row}/fold{fold}/timings.json")
-    if not timings.exists():     # stopped by PHASE2_LIMIT after the benchmark record was opened
+    if not timings.exists():     # stopped by TIME_LIMIT after the benchmark record was opened
         continue
     device = "cuda" if json.loads(timings.read_text())["device"].startswith("cuda") else "cpu"
     times.setdefault((row, device), []).append(pd.read_csv(record, sep="\t")["s"].iloc[0])
