@@ -7,8 +7,9 @@
 # `snakemake --cores $(nproc) --resources gpu=1`. Phase 1 makes the text stages, the bundles and fold 1's
 # samples (from the committed wordnet-div collection; outputs already there and up to date are kept, so
 # text-stage outputs copied from another machine and marked up to date with `snakemake --touch` are not
-# made again). Phase 2 is, with `fold1` (under 10 minutes on one GPU and 16 cores), every row's train job
-# of fold 1, which ranks the fold's test queries too; with `all`, the whole main table, as `make run`
+# made again; they weigh about 300 MB and the bundles 2 x 264 MB). Phase 2 is, with `fold1`, every row's
+# train job of fold 1, which ranks the fold's test queries too (on a quiet 2-core machine phase 1 takes
+# about 6.5 minutes and fold 1's longest job, DSSA on the CPU, about 5: allow 15 minutes); with `all`, the whole main table, as `make run`
 # (every fold, the evaluations and the report in results/wordnet-div). The rows with `gpu_gain` train on
 # the GPU, `gpu_jobs` at a time; the others on the cores. TIME_LIMIT (seconds for both phases, default
 # 3600; a GPU lease is often short) stops the phase running when it is spent (SIGTERM to Snakemake), and
@@ -52,7 +53,8 @@ phase() {   # phase NAME LOG LIMIT TARGETS...: run Snakemake, append the phase's
     local name=$1 log=$2 limit=$3; shift 3
     local start status=0
     start=$(date +%s.%N)
-    timeout --signal=TERM --kill-after=30 "$limit" snakemake "$@" $OPTS > "$OUT/$log" 2>&1 || status=$?
+    echo "gpu_job_times: $name: started $(date -u +%T), at most ${limit} s"
+    timeout --signal=TERM --kill-after=5 "$limit" snakemake "$@" $OPTS > "$OUT/$log" 2>&1 || status=$?
     python - "$name" "$start" "$status" "$OUT/$log" "$CORES" >> "$OUT/phases.tsv" <<'EOF'
 import re, sys, time
 from collections import Counter
@@ -61,6 +63,7 @@ jobs = Counter(re.findall(r"^(?:local)?rule (\w+):", open(log).read(), flags=re.
 print(f"{name}\t{time.time() - float(start):.1f}\t{status}\t{cores}\t"
       + ", ".join(f"{rule} {n}" for rule, n in sorted(jobs.items())))
 EOF
+    tail -n 1 "$OUT/phases.tsv"     # progress on the console, which may be all a short GPU lease returns
     return 0
 }
 
