@@ -28,12 +28,11 @@ if MAIN_TABLE:
 
 include: "workflow/rules/common.smk"
 include: "workflow/rules/collection.smk"
-include: "workflow/rules/embed.smk"
-include: "workflow/rules/pseudo_docs.smk"
+include: "workflow/rules/text.smk"
 include: "workflow/rules/features.smk"
-include: "workflow/rules/samples.smk"
+include: "workflow/rules/sampling.smk"
 include: "workflow/rules/train.smk"
-include: "workflow/rules/evaluate.smk"
+include: "workflow/rules/metrics.smk"
 include: "workflow/rules/report.smk"
 
 

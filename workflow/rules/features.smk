@@ -1,5 +1,6 @@
 # features: 18 relevance features per (query or suggestion, candidate), pairwise diversity
-# features, and the training-ready bundle per representation.
+# features, and the training-ready bundle per representation; or the DSSA release's vectors and
+# relevance features (srdiv import-dssa), for a collection that has no text.
 
 DIV_VECTORS = (config.get("features") or {}).get("diversity_vectors", "lda")
 
@@ -19,6 +20,25 @@ if FEATURES_FROM == "text":
             f"{BENCH}/features_relevance.tsv"
         shell:
             "srdiv features relevance --collection {input.collection} {DOCS} {PARAMS} --out {output} 2> {log}"
+
+else:
+
+    rule import_dssa:
+        input:
+            collection=COLLECTION,
+            release=DS["dssa_release"],
+        output:
+            embed=directory(f"{WORK}/embed"),
+            pseudo_docs=directory(f"{WORK}/pseudo_docs"),
+            relevance=f"{WORK}/features/relevance.parquet",
+        params:
+            sections=tracked(["features"]),
+        log:
+            f"{LOGS}/import_dssa.log",
+        shell:
+            "srdiv import-dssa --collection {input.collection} --release {input.release} {PARAMS}"
+            " --embed-out {output.embed}/lda.parquet --pseudo-docs-out {output.pseudo_docs}/lda.parquet"
+            " --relevance-out {output.relevance} 2> {log}"
 
 
 rule features_diversity:

@@ -1,4 +1,4 @@
-# evaluate: official per-query metrics of each test run (and of each report.reference_runs file),
+# metrics: official per-query metrics of each test run (and of each report.reference_runs file),
 # gathered into results/<dataset>/metrics.parquet.
 
 

@@ -1,4 +1,4 @@
-# samples: DSSA list-pairwise samples (Algorithm 1) and PAMM rankings of each trial's training queries.
+# sampling: DSSA list-pairwise samples (Algorithm 1) and PAMM rankings of each trial's training queries.
 # Rows share samples/fold<k>; a row with its own `samples` settings (e.g. DSSA Figure 7's number of
 # permutations) gets samples/<key>/fold<k> (srdiv.sampling.samples.samples_key).
 
