@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from srdiv import workflow
-from srdiv.workflow import render_dvc_yamls
+from srdiv import dvc_stages as stages
+from srdiv.cli import app
+from srdiv.dvc_stages import command_modules, render_dvc_yamls
 from helpers import BIN, ROOT
 
 SMOKE = [Path("params.yaml"), Path("config/smoke.yaml")]
@@ -34,18 +35,18 @@ def in_root(monkeypatch):
 @pytest.fixture(scope="module")
 def dag_once():
     """The Snakemake DAGs of each group of settings read once for the module (the two tests below read the
-    same ones): ``workflow.job_stages`` remembers its answers and hands out copies."""
-    made, read = {}, workflow.job_stages
+    same ones): ``dvc_stages.job_stages`` remembers its answers and hands out copies."""
+    made, read = {}, stages.job_stages
 
-    def once(settings, snakefile, wdirs):
+    def once(settings, snakefile, wdirs, modules):
         key = repr(([[Path(c).resolve() for c in configs] for configs in settings], Path(snakefile).resolve(),
-                    list(wdirs)))
+                    list(wdirs), modules))
         if key not in made:
-            made[key] = read(settings, snakefile, wdirs)
+            made[key] = read(settings, snakefile, wdirs, modules)
         return copy.deepcopy(made[key])
 
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(workflow, "job_stages", once)
+        patch.setattr(stages, "job_stages", once)
         yield
 
 
@@ -61,7 +62,7 @@ def dvc_stages():
 def test_dvc_yaml_matches_snakefile(in_root, dag_once):
     """dvc.yaml files are generated from the Snakemake DAG; editing one without the other fails here."""
     for configs, studies, out, wdir in DVC_SETTINGS:
-        for path, text in render_dvc_yamls(Path("Snakefile"), configs, out, wdir, studies).items():
+        for path, text in render_dvc_yamls(Path("Snakefile"), configs, out, command_modules(app), wdir, studies).items():
             assert (ROOT / path).read_text() == text, f"{path} drifted from the Snakefile: run `make dvc-yaml`"
 
 
@@ -71,7 +72,8 @@ def test_dvc_expands_to_the_snakemake_jobs(in_root, dag_once, dvc_stages):
     expected = {}
     for configs, studies, _, wdir in DVC_SETTINGS:
         settings = [configs] + [[configs[0], study] for study in studies]
-        for jobs in workflow.job_stages(settings, Path("Snakefile"), [wdir] + ["../.."] * len(studies)):
+        for jobs in stages.job_stages(settings, Path("Snakefile"), [wdir] + ["../.."] * len(studies),
+                                      command_modules(app)):
             expected.update({_outs(job.stage)[0]: job.stage for job in jobs})
     for stage in dvc_stages:
         outs = sorted(out.def_path for out in stage.outs)

@@ -191,11 +191,12 @@ def test_a_pipe_in_a_label_stays_inside_its_markdown_cell():
 
 def test_tuning_table_lists_each_folds_choice_and_counts_grid_ends(tmp_path):
     from srdiv.io import InputError
-    from srdiv.report.builder import RunSpec, tuning_table
+    from srdiv.report.builder import RunSpec, tuning_note, tuning_table
 
-    def job(row, fold, chosen, grid):
+    def job(row, fold, chosen, grid, measure="alpha_nDCG@20"):
         write_job(tmp_path / "models" / row / f"fold{fold}", row, fold, hparams={
-            "chosen": chosen, "grid": [{"point": p, "valid": 0.5, "best_epoch": 1, "epochs": 1} for p in grid]})
+            "chosen": chosen, "grid": [{"point": p, "valid": 0.5, "best_epoch": 1, "epochs": 1} for p in grid],
+            "valid_measure": measure})
 
     grid = [{"lam": lam, "lr": lr} for lam in (0.0, 0.5, 1.0) for lr in (0.01, 0.1)]
     for fold, chosen in ((2, {"lam": 1.0, "lr": 0.1}), (1, {"lam": 0.5, "lr": 0.1}), (3, {"lam": 0.0, "lr": 0.01})):
@@ -203,14 +204,20 @@ def test_tuning_table_lists_each_folds_choice_and_counts_grid_ends(tmp_path):
     job("B", 1, {}, [{}])                                       # nothing tuned
     job("C", 1, {"cell": "gru"}, [{"cell": "lstm"}, {"cell": "gru"}, {"cell": "rnn"}])
     specs = [RunSpec(k, k, "", "explicit") for k in "ABC"]
-    table = tuning_table(tmp_path / "models", specs).set_index(["Method", "parameter"])
+    table, measures = tuning_table(tmp_path / "models", specs)
+    assert measures == {"A": "alpha_nDCG@20", "C": "alpha_nDCG@20"}      # the rows in the table
+    assert "validation queries (alpha_nDCG@20);" in tuning_note(measures)
+    job("C", 1, {"cell": "gru"}, [{"cell": "lstm"}, {"cell": "gru"}, {"cell": "rnn"}], measure="ERR_IA@20")
+    table, measures = tuning_table(tmp_path / "models", specs)
+    assert "validation queries (alpha_nDCG@20: A; ERR_IA@20: C);" in tuning_note(measures)   # train.valid_measure
+    table = table.set_index(["Method", "parameter"])
     assert list(table.index) == [("A", "lam"), ("A", "lr"), ("C", "cell")]
     assert table.loc[("A", "lam")].to_dict() == {"grid": "0.0, 0.5, 1.0", "folds": "1, 2, 3",
                                                  "chosen": "0.5, 1.0, 0.0", "at an end of the grid": "2/3"}
     assert table.loc[("A", "lr"), "at an end of the grid"] == ""      # two values: every choice is an end
     assert table.loc[("C", "cell")].to_dict() == {"grid": "gru, lstm, rnn", "folds": "1", "chosen": "gru",
                                                   "at an end of the grid": ""}
-    assert tuning_table(None, specs).empty
+    assert tuning_table(None, specs)[0].empty
     hparams = json.loads((tmp_path / "models/C/fold1/hparams.json").read_text())
     (tmp_path / "models/C/fold1/hparams.json").write_text(json.dumps({k: v for k, v in hparams.items() if k != "chosen"}))
     with pytest.raises(InputError, match="C/fold1/hparams.json.*no 'chosen'"):

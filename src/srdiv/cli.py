@@ -17,8 +17,8 @@ from pathlib import Path
 import typer
 
 from srdiv.io import InputError, check_output, claim
-from srdiv.launch import INTERRUPTED, Terminated, stopped, terminate
-from srdiv.workflow import generated
+from srdiv.interrupts import INTERRUPTED, Terminated, stopped, terminate
+from srdiv.dvc_stages import generated
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="srdiv: supervised search result diversification, one stage per command.")
@@ -45,7 +45,7 @@ COMMAND_MODULES = (
     "srdiv.sampling.commands",
     "srdiv.train.commands",
     "srdiv.report.commands",
-    "srdiv.workflow",
+    "srdiv.dvc_stages",
 )
 
 for _name in COMMAND_MODULES:

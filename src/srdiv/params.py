@@ -63,6 +63,16 @@ def lookup(params: dict, dotted: str, default: Any = None) -> Any:
     return node
 
 
+DATASET_DEFAULTS = {"representation": "doc2vec", "features": "text"}
+"""What a ``datasets.<name>`` entry means where it leaves a key out: its rows read the doc2vec bundle, and
+its features are computed from its text (not read from the DSSA release, ``features: dssa-release``)."""
+
+
+def dataset_settings(params: dict) -> dict:
+    """The ``datasets`` entry of ``params["dataset"]``, with :data:`DATASET_DEFAULTS` for the keys it leaves out."""
+    return {**DATASET_DEFAULTS, **(params["datasets"][params["dataset"]] or {})}
+
+
 def lineage(params: dict, row: str) -> list[str]:
     """``row`` and the rows it ``extends``, nearest first: their entries hold its settings."""
     raw = params.get("models") or {}

@@ -1,7 +1,7 @@
 # Names shared by the rules: the dataset, its paths, the model rows and folds to run.
 
 from srdiv.sampling.samples import samples_key
-from srdiv.params import lineage, load_params, lookup, merge, setting_files, validate
+from srdiv.params import dataset_settings, lineage, load_params, lookup, merge, setting_files, validate
 from srdiv.experiment import model_specs, run_rows
 from srdiv.metrics.gather import reference_runs
 from srdiv.train.job import check_rows, uses_gpu
@@ -18,11 +18,11 @@ config.clear()
 config.update(_merged)
 validate(config, " + ".join(PARAMS_FILES))
 DATASET = config["dataset"]
-DS = config["datasets"][DATASET]
+DS = dataset_settings(config)
 WORK = f"work/{DATASET}"
 LOGS = f"logs/{DATASET}"
 BENCH = f"benchmarks/{DATASET}"
-# A ``study`` (e.g. config/cpu-ablations.yaml) trains its rows apart from the dataset's main run:
+# A ``study`` (e.g. config/ablations.yaml) trains its rows apart from the dataset's main run:
 # it shares the text stages and samples but has its own models, model logs, benchmarks and results.
 STUDY = config.get("study")
 NAME = f"{DATASET}-{STUDY}" if STUDY else DATASET
@@ -34,8 +34,8 @@ COLLECTION = DS["collection"]
 PARAMS = " ".join(f"--params {p}" for p in PARAMS_FILES)
 DOCS = f"--docs {DS['docs']}" if DS.get("docs") else ""
 DOCS_INPUT = [DS["docs"]] if DS.get("docs") else []
-FEATURES_FROM = DS.get("features", "text")  # text | dssa-release
-DEFAULT_REPR = DS.get("representation", "doc2vec")
+FEATURES_FROM = DS["features"]  # text | dssa-release
+DEFAULT_REPR = DS["representation"]
 ROWS = run_rows(config)
 check_rows(config, ROWS, PARAMS_FILES)   # a misspelt row fails here, before any job
 SPECS = model_specs(config)   # rows with `extends` resolved, parsed

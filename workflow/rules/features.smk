@@ -2,7 +2,7 @@
 # features, and the training-ready bundle per representation; or the DSSA release's vectors and
 # relevance features (srdiv import-dssa), for a collection that has no text.
 
-DIV_VECTORS = (config.get("features") or {}).get("diversity_vectors", "lda")
+DIV_VECTORS = config["features"]["diversity_vectors"]   # params.yaml: features.diversity_vectors
 
 if FEATURES_FROM == "text":
 

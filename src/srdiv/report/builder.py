@@ -230,13 +230,15 @@ def _best_at_last_epoch(hparams: dict, path: Path | str = "hparams.json") -> boo
         raise InputError(path, f"not an hparams.json of srdiv train (no {err})") from None
 
 
-def tuning_table(models_dir: Path | None, specs: list[RunSpec]) -> pd.DataFrame:
+def tuning_table(models_dir: Path | None, specs: list[RunSpec]) -> tuple[pd.DataFrame, dict[str, str]]:
     """The point each fold chose, one row per (row, tuned parameter): its grid, the folds' choices in fold
     order, and how many folds chose an end of a numeric grid of three or more values (a grid that may
-    stop short of the best value). Reads ``<models_dir>/<key>/fold<k>/hparams.json``."""
-    rows = []
+    stop short of the best value); and ``{label: validation measure}`` of the rows in it (the measure
+    their folds chose by, ``train.valid_measure``). Reads ``<models_dir>/<key>/fold<k>/hparams.json``."""
+    rows, measures = [], {}
     for spec in specs:
-        trials = [_tuning_record(job["hparams.json"]) for job in job_records(models_dir, spec)]
+        jobs = [job["hparams.json"] for job in job_records(models_dir, spec)]
+        trials = [_tuning_record(hparams) for hparams in jobs]
         for name in dict.fromkeys(name for _, chosen, _ in trials for name in chosen):
             grid = {point[name] for _, _, points in trials for point in points if name in point}
             numeric = all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in grid)
@@ -249,7 +251,9 @@ def tuning_table(models_dir: Path | None, specs: list[RunSpec]) -> pd.DataFrame:
                          "folds": ", ".join(str(fold) for fold, _, _ in trials),
                          "chosen": ", ".join(map(str, chosen)),
                          "at an end of the grid": "" if ends is None else f"{ends}/{len(chosen)}"})
-    return pd.DataFrame(rows, columns=["Method", "parameter", "grid", "folds", "chosen", "at an end of the grid"])
+            measures[spec.label] = ", ".join(dict.fromkeys(hparams["valid_measure"] for hparams in jobs))
+    columns = ["Method", "parameter", "grid", "folds", "chosen", "at an end of the grid"]
+    return pd.DataFrame(rows, columns=columns), measures
 
 
 def _tuning_record(hparams: dict) -> tuple[int, dict, list[dict]]:
@@ -277,11 +281,18 @@ def unbenchmarked_note(perf: pd.DataFrame) -> str:
             "(trained outside this workflow's rules).")
 
 
-TUNING_NOTE = ("Each fold chose its point on its own validation queries (alpha-nDCG@20); \"chosen\" lists "
-               "the folds' values in the order of \"folds\". \"At an end of the grid\" counts the folds that "
-               "chose its smallest or largest value (grids of three or more numbers): for a weight bounded "
-               "by [0, 1] (lambda, alpha) an end is an answer, for a learning rate or a size the best value "
-               "may lie beyond the grid.")
+def tuning_note(measures: dict[str, str]) -> str:
+    """What the tuning table shows, naming the validation measure of its rows (``{label: measure}``, as
+    :func:`tuning_table` read them: one name when all rows share it, else each measure with its rows)."""
+    rows: dict[str, list[str]] = {}
+    for label, measure in measures.items():
+        rows.setdefault(measure, []).append(label)
+    named = next(iter(rows)) if len(rows) == 1 else "; ".join(f"{m}: {', '.join(labels)}" for m, labels in rows.items())
+    return (f"Each fold chose its point on its own validation queries ({named}); \"chosen\" lists "
+            "the folds' values in the order of \"folds\". \"At an end of the grid\" counts the folds that "
+            "chose its smallest or largest value (grids of three or more numbers): for a weight bounded "
+            "by [0, 1] (lambda, alpha) an end is an answer, for a learning rate or a size the best value "
+            "may lie beyond the grid.")
 
 
 REPORT_SUFFIXES = {".md", ".tex", ".html", ".png", ".svg"}
@@ -386,8 +397,8 @@ def _write_report(metrics_path: Path, params: dict, params_paths: list[Path], re
     perf_md = frame_markdown(perf, floatfmt=".1f") if not perf.empty else "No timings recorded."
     perf_md = "\n\n".join([perf_md, *notes])
     write_text(perf_md + "\n", table_dir / "performance.md")
-    tuning = tuning_table(models_dir, specs)
-    tuning_md = (frame_markdown(tuning) + "\n\n" + TUNING_NOTE) if not tuning.empty else \
+    tuning, measures = tuning_table(models_dir, specs)
+    tuning_md = (frame_markdown(tuning) + "\n\n" + tuning_note(measures)) if not tuning.empty else \
         "No tuning grids recorded."
     write_text(tuning_md + "\n", table_dir / "tuning.md")
 

@@ -3,7 +3,7 @@
 Every text stage reads its parameters through :func:`stage_params`, which
 merges the file's section over these defaults, so a key missing from
 ``params.yaml`` takes the value written here and nowhere else. Where both set
-a key they agree (``tests/test_params.py``), so a command run without
+a key they agree (``tests/test_defaults.py``), so a command run without
 ``--params`` makes the same vectors as the pipeline.
 """
 

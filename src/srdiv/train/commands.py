@@ -52,7 +52,8 @@ def train(
     from srdiv.sampling.samples import Samples
     from srdiv.experiment import model_spec
     from srdiv.io import claim
-    from srdiv.train.job import RUN_FILE, Trained, check_rows, run_job
+    from srdiv.metrics.runs import RUN_FILE
+    from srdiv.train.job import Trained, check_rows, run_job
 
     configure_torch(threads)
     loaded = load_params(params)

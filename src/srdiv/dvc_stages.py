@@ -32,7 +32,7 @@ import yaml
 
 from srdiv.experiment import model_specs
 from srdiv.io import write_text
-from srdiv.params import lineage, load_params, lookup, setting_files
+from srdiv.params import dataset_settings, lineage, load_params, lookup, setting_files
 from srdiv.sampling.samples import samples_key
 
 _ABSENT = object()
@@ -128,10 +128,10 @@ def code_closure(module: str) -> tuple[str, ...]:
     return tuple(sorted(f for f in files if (SRC.parent.parent / f).is_dir() or (SRC.parent.parent / f).stat().st_size))
 
 
-def command_modules() -> dict[str, str]:
-    """``{"train": "srdiv.train.commands", "features relevance": ..., ...}``: each CLI command's module."""
-    from srdiv.cli import app
-
+def command_modules(app) -> dict[str, str]:
+    """``{"train": "srdiv.train.commands", "features relevance": ..., ...}``: the module of each command of
+    the CLI ``app`` (:data:`srdiv.cli.app`, which registers this module's command: it is handed over, not
+    imported)."""
     modules = {info.name: info.callback.__module__ for info in app.registered_commands}
     for group in app.registered_groups:
         for info in group.typer_instance.registered_commands:
@@ -251,9 +251,8 @@ def row_labels(params: dict) -> dict[str, tuple[str, ...]]:
     """What each row has apart from the plain rows: its representation when not the dataset's (the DSSA
     release has one, which every row reads), ``on-<prior>``, ``extends-<row>``, its own samples' key,
     ``untrained``."""
-    dataset = params["datasets"][params["dataset"]]
-    default = dataset.get("representation", "doc2vec")
-    own = dataset.get("features", "text") == "text"
+    dataset = dataset_settings(params)
+    default, own = dataset["representation"], dataset["features"] == "text"
     labels = {}
     for name, spec in model_specs(params).items():
         chain = lineage(params, name)
@@ -320,11 +319,12 @@ def params_args(configfiles: Sequence[Path]) -> str:
     return " ".join(f"--params {p}" for p in setting_files(["params.yaml"], configfiles))
 
 
-def job_stages(settings: Sequence[Sequence[Path]], snakefile: Path, wdirs: Sequence[str | None]) -> list[list[JobStage]]:
-    """The jobs of each setting's Snakemake DAG (each setting a list of params files) as DVC stages. A
-    job that settings share (the text stages and samples of the main run and a study) goes to the first
-    setting, as that setting runs it; the others must read the same params values for it."""
-    modules = command_modules()
+def job_stages(settings: Sequence[Sequence[Path]], snakefile: Path, wdirs: Sequence[str | None],
+               modules: dict[str, str]) -> list[list[JobStage]]:
+    """The jobs of each setting's Snakemake DAG (each setting a list of params files) as DVC stages, each
+    depending on the code of its command's module (``modules``: :func:`command_modules`). A job that
+    settings share (the text stages and samples of the main run and a study) goes to the first setting,
+    as that setting runs it; the others must read the same params values for it."""
     jobs: dict[str, tuple[dict, int, JobStage]] = {}
     first = None
     for index, (configfiles, wdir) in enumerate(zip(settings, wdirs)):
@@ -358,14 +358,15 @@ def study_file(configfiles: Sequence[Path]) -> Path:
     return Path("pipelines") / load_params(configfiles)["study"] / "dvc.yaml"
 
 
-def render_dvc_yamls(snakefile: Path, configfiles: Sequence[Path], out: Path, wdir: str | None = None,
-                     studies: Sequence[Path] = ()) -> dict[Path, str]:
+def render_dvc_yamls(snakefile: Path, configfiles: Sequence[Path], out: Path, modules: dict[str, str],
+                     wdir: str | None = None, studies: Sequence[Path] = ()) -> dict[Path, str]:
     """``{path: text}`` of the ``dvc.yaml`` of a setting (``configfiles``, at ``out``) and of each study
     overlay over its first params file (at ``pipelines/<study>/dvc.yaml``, whose stages run in the
-    project root); a study's file holds its own stages and depends on the setting's for the rest."""
+    project root); a study's file holds its own stages and depends on the setting's for the rest.
+    ``modules``: each command's module (:func:`command_modules`)."""
     settings = [list(configfiles)] + [[configfiles[0], overlay] for overlay in studies]
     paths = [out] + [study_file(setting) for setting in settings[1:]]
-    jobs = job_stages(settings, snakefile, [wdir] + ["../.."] * len(studies))
+    jobs = job_stages(settings, snakefile, [wdir] + ["../.."] * len(studies), modules)
     return {path: HEADER + yaml.safe_dump({"stages": group_stages(setting_jobs)}, sort_keys=False, width=110,
                                           default_flow_style=None)
             for path, setting_jobs in zip(paths, jobs)}
@@ -385,5 +386,5 @@ def register(app) -> None:
         snakefile: Path = typer.Option(Path("Snakefile"), help="The Snakefile describing the DAG."),
     ) -> None:
         """Write dvc.yaml from the Snakemake DAG (one description of the pipeline), and one per study."""
-        for path, text in render_dvc_yamls(snakefile, config, out, wdir or None, study).items():
+        for path, text in render_dvc_yamls(snakefile, config, out, command_modules(app), wdir or None, study).items():
             write_text(text, path, legacy=generated)

@@ -1,0 +1,27 @@
+"""How ``srdiv`` answers Ctrl-C and SIGTERM: 128 + the signal's number and one line, never success.
+
+Used by :mod:`srdiv.launch` before the commands are imported and by :mod:`srdiv.cli` while one runs;
+it imports nothing but the standard library.
+"""
+
+from __future__ import annotations
+
+import sys
+
+INTERRUPTED = {130: "SIGINT", 143: "SIGTERM"}
+"""Exit status of an interrupted command: 128 + the signal's number, as a shell reports a killed process."""
+
+
+class Terminated(BaseException):
+    """SIGTERM, raised where the program is so that ``finally`` blocks and atomic writes clean up."""
+
+
+def terminate(signum, frame) -> None:
+    raise Terminated()
+
+
+def stopped(code: int) -> None:
+    """Say that the command was interrupted, and exit with ``code`` (130 or 143)."""
+    sys.stderr.write(f"interrupted by {INTERRUPTED[code]}: stopped before finishing (files being written were "
+                     "discarded; run it again)\n")
+    sys.exit(code)
