@@ -17,7 +17,7 @@ PV-DBOW learns document vectors only; ``window`` matters only with
 slower). DSSA and DESA do not say which they used; NTN and MDP-DIV state
 window 8 with word training. ``params.yaml`` sets ``dbow_words: 1, window: 8``:
 on wordnet-div those vectors carry the most relevance signal of the settings
-measured (docs/benchmarks.md); the code default stays pure DBOW.
+measured (docs/benchmarks.md), and the built-in defaults (:mod:`srdiv.text.defaults`) are the same.
 
 Determinism: gensim trains doc2vec bit for bit reproducibly only with one
 worker thread (``workers: 1``, the default); more threads are faster but
