@@ -199,6 +199,7 @@ def test_smoke_through_snakemake_and_dvc_gives_same_tables(tmp_path):
     for runner in ("snakemake", "dvc"):
         work = tmp_path / runner
         _copy_project(work)
+        before = {p for p in work.rglob("*") if p.is_file()}
         if runner == "snakemake":
             cmd = [str(BIN / "snakemake"), "--cores", "2", "--resources", "gpu=1", "--configfile", *map(str, SMOKE)]
         else:   # as the README says: make dvc-smoke, which finds srdiv without an activated venv
@@ -211,6 +212,14 @@ def test_smoke_through_snakemake_and_dvc_gives_same_tables(tmp_path):
                              env=env if runner == "snakemake" else {**os.environ, "PATH": bare})
         assert out.returncode == 0, f"{runner} failed:\n{out.stdout[-3000:]}\n{out.stderr[-3000:]}"
         results[runner] = work / "results" / "wordnet-div-smoke"
+        if runner == "dvc":     # nothing left untracked (the lock is removed: the smoke results are not kept), no warning
+            made = sorted(str(p.relative_to(work)) for p in work.rglob("*") if p.is_file() and p not in before
+                          and ".git" not in p.relative_to(work).parts)
+            ignored = subprocess.run(["git", "check-ignore", "--stdin"], input="\n".join(made), text=True,
+                                     capture_output=True, cwd=work).stdout.split()
+            assert "Updating lock file 'pipelines/smoke/dvc.lock'" in out.stdout + out.stderr
+            assert made and set(made) - set(ignored) == set(), sorted(set(made) - set(ignored))
+            assert "WARNING" not in out.stdout + out.stderr, (out.stdout + out.stderr)[-3000:]
         if runner == "snakemake":   # a changed value in params.yaml reruns the rows that read it, and only them
             overlay = work / "lr.yaml"
             overlay.write_text("models:\n  ListMLE: {model: {name: listmle}, objective: {name: mle}, group: implicit, "

@@ -1,4 +1,5 @@
-"""``srdiv evaluate``: official diversity metrics of one or more runs."""
+"""``srdiv evaluate`` (official diversity metrics of one or more runs) and ``srdiv gather`` (every row's
+per-query test metrics in one table)."""
 
 from __future__ import annotations
 
@@ -7,10 +8,13 @@ from typing import Optional
 
 import typer
 
+from srdiv.options import PARAMS
+
 
 def register(app: typer.Typer) -> None:
     """Add the metric commands to the CLI."""
     app.command("evaluate")(evaluate)
+    app.command("gather")(gather)
 
 
 def evaluate(
@@ -148,3 +152,34 @@ def summary(results, names: list[str], alpha: float, holm: bool = False) -> str:
         test = "paired t-test, Holm-corrected p" if holm else "paired t-test, p"
         lines.append(f"▲/▼: significantly better/worse than {names[0]} ({test} < {alpha})")
     return "\n".join(lines)
+
+
+def gather(
+    models: Path = typer.Option(..., help="Directory of model outputs, e.g. work/<dataset>/models."),
+    params: list[Path] = PARAMS,
+    out: Path = typer.Option(..., help="Output Parquet, e.g. results/<dataset>/metrics.parquet."),
+    references: Optional[Path] = typer.Option(None, help="Directory of <name>/metrics.parquet of the "
+                                                         "report.reference_runs (srdiv evaluate)."),
+    collection: Optional[Path] = typer.Option(None, help="Collection whose folds place the reference runs' queries."),
+) -> None:
+    """Collect every row's per-query test metrics (model, variant, fold, qid, measure, value)."""
+    import pandas as pd
+
+    from srdiv.io import write_parquet
+    from srdiv.params import load_params
+    from srdiv.metrics.gather import gather_metrics, reference_metrics, reference_runs
+    from srdiv.train.records import check_job
+
+    values = load_params(params)
+    table = gather_metrics(models, values, check_job)
+    names = reference_runs(values)
+    if names:
+        if references is None or collection is None:
+            raise typer.BadParameter("report.reference_runs needs --references and --collection")
+        from srdiv.collection.schema import load_collection
+
+        folds = load_collection(collection).folds
+        table = pd.concat([table, reference_metrics({n: references / n / "metrics.parquet" for n in names},
+                                                    folds, values.get("folds"))], ignore_index=True)
+    write_parquet(table, out)
+    typer.echo(f"gather: {table['model'].nunique()} models, {table['qid'].nunique()} queries -> {out}", err=True)

@@ -1,4 +1,4 @@
-"""``srdiv train`` and ``srdiv rank`` (one model on one fold) and ``srdiv gather`` (all per-query metrics)."""
+"""``srdiv train`` and ``srdiv rank``: one model on one fold."""
 
 from __future__ import annotations
 
@@ -103,39 +103,7 @@ def _rank(trained, bundle, collection, fold: int, out: Path) -> None:
                f"{timings['rank_ms_per_query']:.1f} ms per query", err=True)
 
 
-def gather(
-    models: Path = typer.Option(..., help="Directory of model outputs, e.g. work/<dataset>/models."),
-    params: list[Path] = PARAMS,
-    out: Path = typer.Option(..., help="Output Parquet, e.g. results/<dataset>/metrics.parquet."),
-    references: Optional[Path] = typer.Option(None, help="Directory of <name>/metrics.parquet of the "
-                                                         "report.reference_runs (srdiv evaluate)."),
-    collection: Optional[Path] = typer.Option(None, help="Collection whose folds place the reference runs' queries."),
-) -> None:
-    """Collect every row's per-query test metrics (model, variant, fold, qid, measure, value)."""
-    import pandas as pd
-
-    from srdiv.io import write_parquet
-    from srdiv.params import load_params
-    from srdiv.metrics.gather import gather_metrics, reference_metrics, reference_runs
-    from srdiv.train.records import check_job
-
-    values = load_params(params)
-    table = gather_metrics(models, values, check_job)
-    names = reference_runs(values)
-    if names:
-        if references is None or collection is None:
-            raise typer.BadParameter("report.reference_runs needs --references and --collection")
-        from srdiv.collection.schema import load_collection
-
-        folds = load_collection(collection).folds
-        table = pd.concat([table, reference_metrics({n: references / n / "metrics.parquet" for n in names},
-                                                    folds, values.get("folds"))], ignore_index=True)
-    write_parquet(table, out)
-    typer.echo(f"gather: {table['model'].nunique()} models, {table['qid'].nunique()} queries -> {out}", err=True)
-
-
 def register(app: typer.Typer) -> None:
-    """Add ``train`` and ``gather`` to the CLI."""
+    """Add ``train`` and ``rank`` to the CLI."""
     app.command("train")(train)
     app.command("rank")(rank)
-    app.command("gather")(gather)
