@@ -25,6 +25,7 @@ from scipy.stats import rankdata
 from srdiv.collection.schema import load_collection
 from srdiv.index.analysis import tokenize_many
 from srdiv.metrics import evaluate_run
+from srdiv.params import REPRESENTATIONS
 from srdiv.text.defaults import stage_params
 from srdiv.text.documents import TEXT_COLUMNS, join_columns, load_docs
 from srdiv.text.embed import doc2vec_vectors, infer_doc2vec, read_vectors, train_doc2vec
@@ -89,7 +90,7 @@ def main() -> None:
             {"vectors": "random order (reference)",
              **measure(cands, np.random.default_rng(args.seed).random(len(cands)), coll.qrels)}]
     if args.tables is not None:
-        for rep in ("doc2vec", "lda", "svd"):
+        for rep in REPRESENTATIONS:
             doc_path, pd_path = args.tables / "embed" / f"{rep}.parquet", args.tables / "pseudo_docs" / f"{rep}.parquet"
             if doc_path.exists() and pd_path.exists():
                 doc_keys, doc_vec = read_vectors(doc_path)

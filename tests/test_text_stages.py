@@ -14,6 +14,7 @@ from typer.testing import CliRunner
 
 from srdiv.cli import app, main
 from srdiv.io import InputError
+from srdiv.params import REPRESENTATIONS
 from srdiv.text.defaults import DEFAULTS, stage_params
 from srdiv.text.documents import doc_positions, join_columns, load_docs, read_docs
 from srdiv.text.embed import (
@@ -109,6 +110,7 @@ def test_embed_writes_vectors_in_document_order(embed_dir, coll):
     assert (embed_dir / "doc2vec.model").exists() and (embed_dir / "lda.model").exists()
     _, svd = read_vectors(embed_dir / "svd.parquet")
     assert svd.shape == (30, 4) and np.abs(svd).sum(1).min() > 0
+    assert sorted(p.stem for p in embed_dir.glob("*.parquet")) == sorted(REPRESENTATIONS)   # what a row may read
 
 
 def test_svd_vectors_are_the_truncated_svd_of_the_tfidf_counts(coll, embed_dir):

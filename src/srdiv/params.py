@@ -202,7 +202,9 @@ MEASURE_NAME = r"(alpha_nDCG|ERR_IA|nERR_IA|P_IA|StRecall)@0*[1-9]\d*|n?NRBP"
 """The measure names ``srdiv.metrics.evaluate`` computes (any cutoff >= 1; a test holds the two together)."""
 _MEASURE = Check(**{**_str(pattern=MEASURE_NAME).__dict__, "what": "a measure name (alpha_nDCG@20, ERR_IA@20, "
                                                                "nERR_IA@20, P_IA@20, StRecall@20, NRBP, nNRBP; any cutoff)"})
-_REPRESENTATION = _str("doc2vec", "lda", "svd")
+REPRESENTATIONS = ("doc2vec", "lda", "svd")
+"""The document vectors ``srdiv embed`` writes (``<name>.parquet``), which a row or a dataset may read."""
+_REPRESENTATION = _str(*REPRESENTATIONS)
 _TRAIN_KEYS = dict(train_docs=_int(1), rank_docs=_int(1), epochs=_int(1), patience=_int(1), batch_size=_int(1),
                    rank_batch=_int(1), device=_str(pattern=r"auto|cpu|cuda(:\d+)?|mps"), valid_measure=_MEASURE)
 _SAMPLE_METRIC = _str(pattern=r"(alpha_nDCG_cand|alpha_DCG)@\d+")

@@ -1,7 +1,7 @@
 # Names shared by the rules: the dataset, its paths, the model rows and folds to run.
 
 from srdiv.sampling.samples import samples_key
-from srdiv.params import dataset_settings, lineage, load_params, lookup, merge, setting_files, validate
+from srdiv.params import REPRESENTATIONS, dataset_settings, lineage, load_params, lookup, merge, setting_files, validate
 from srdiv.experiment import model_specs, run_rows
 from srdiv.metrics.gather import reference_runs
 from srdiv.train.job import check_rows, uses_gpu
@@ -47,7 +47,7 @@ COMPONENT_FILES = [f for f in config.get("import") or [] if f.endswith(".py")]  
 wildcard_constraints:
     fold=r"\d+",
     sampling=r"([A-Za-z0-9_.+-]+/)?fold\d+",
-    repr="doc2vec|lda|svd",
+    repr="|".join(REPRESENTATIONS),
 
 
 def tracked(names):
