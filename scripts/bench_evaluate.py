@@ -35,7 +35,7 @@ import pyndeval
 
 from srdiv.collection.trec_web import build_trec_web
 from srdiv.metrics.evaluate import MEASURES, DiversityEvaluator
-from srdiv.metrics.runs import order_run, read_run, write_trec_run
+from srdiv.metrics.runs import load_run, order_run, write_trec_run
 
 ROOT = Path(__file__).resolve().parents[1]
 NDEVAL = {"alpha_nDCG": "alpha-nDCG", "ERR_IA": "ERR-IA", "nERR_IA": "nERR-IA", "P_IA": "P-IA",
@@ -93,7 +93,7 @@ def main() -> None:
                 return DiversityEvaluator(qrels).evaluate(run)
 
             def command():
-                return DiversityEvaluator(qrels).evaluate(read_run(path, qids=coll.qids))
+                return DiversityEvaluator(qrels).evaluate(load_run(path), path, coll.qids)
 
             def oracle():
                 return pyndeval.RelevanceEvaluator(nd_qrels, names).evaluate(scored)

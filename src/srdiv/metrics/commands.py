@@ -49,7 +49,7 @@ def evaluate(
 
     from srdiv.io import InputError, write_parquet
     from srdiv.metrics.evaluate import DiversityEvaluator
-    from srdiv.metrics.runs import TIES, read_run
+    from srdiv.metrics.runs import TIES, load_run
 
     if not 0 < alpha < 1:
         raise InputError("--alpha", f"the significance level must lie in (0, 1), got {alpha}")
@@ -69,9 +69,9 @@ def evaluate(
     evaluator, results, notes = DiversityEvaluator(judged), [], []
     names = run_names(run)
     for name, path in zip(names, run):
-        ranked = read_run(path, qids=qids if collection is not None else None, by_score=by_score, ties=ties)
-        values = evaluator.evaluate(ranked)
-        missing = set(values["qid"]) - set(ranked["qid"])
+        loaded = load_run(path, by_score)
+        values = evaluator.evaluate(loaded, path, qids if collection is not None else None, ties)
+        missing = set(values["qid"]) - set(loaded["qid"].unique())
         if missing:
             notes.append(f"note: {name}: {len(missing)} judged topics have no results in the run and score 0")
         results.append(values.assign(run=name))

@@ -38,6 +38,8 @@ A list with ``N = 0`` scores 0 everywhere.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 ALPHA = 0.5
@@ -69,6 +71,21 @@ def _ratio(num: np.ndarray, den: np.ndarray) -> np.ndarray:
     """``num / den``, 0 where ``den`` is 0."""
     num = np.asarray(num, dtype=np.float64)
     return np.divide(num, den, out=np.zeros_like(num), where=np.asarray(den) > 0)
+
+
+def row_order(*columns: np.ndarray) -> np.ndarray:
+    """Order that sorts the rows of non-negative integer ``columns`` by the first, then the second, ...
+
+    As ``np.lexsort(columns[::-1])`` for distinct rows (equal rows come together, in any order), but one
+    argsort of a combined int64 key where the key fits, several times faster.
+    """
+    spans = [int(c.max(initial=0)) + 1 for c in columns]
+    if math.prod(spans) >= 2**63:
+        return np.lexsort(columns[::-1])
+    key = np.zeros(len(columns[0]), np.int64)
+    for column, span in zip(columns, spans):
+        key = key * span + column
+    return np.argsort(key)
 
 
 def _n(ranked: np.ndarray, n_subtopics: np.ndarray | None) -> np.ndarray:
@@ -149,45 +166,100 @@ def s_recall(ranked: np.ndarray, k: int | None = None, n_subtopics: np.ndarray |
 
 
 def ideal_ranking(labels: np.ndarray, alpha: float = ALPHA, depth: int | None = None) -> np.ndarray:
-    """``[lists, depth]`` row indices of ndeval's greedy alpha-DCG ideal ranking.
+    """``[lists, depth]`` row indices of ndeval's greedy alpha-DCG ideal ranking (:func:`greedy_ideal`).
 
-    ``labels [lists, docs, subtopics]`` (0/1, padding rows all zero). At each
-    rank the greedy takes the remaining document of largest novelty gain
-    ``G`` given the documents taken so far (the true optimum is NP-hard to
-    find, Clarke et al. 2008, so ndeval settles for this). Ties go to the
-    earliest row: ndeval prefers the greatest docno, so rows sorted by docno
-    *descending* reproduce it. A list with ``m`` relevant rows takes them in
-    its first ``m`` ranks (a relevant row's gain stays positive while alpha <
-    1), then its other rows in row order, as the greedy would.
-
-    The loop runs over ranks, each step one batched product over lists and
-    documents. Lists are visited by decreasing ``m`` so that the lists still
-    choosing at rank ``r`` are a prefix, and the work shrinks as they finish.
+    ``labels [lists, docs, subtopics]`` (0/1, padding rows all zero). Ties go to the earliest row:
+    ndeval prefers the greatest docno, so rows sorted by docno *descending* reproduce it. A list
+    with ``m`` relevant rows takes them in its first ``m`` ranks (a relevant row's gain stays
+    positive while alpha < 1), then its other rows in row order, as the greedy would.
     """
     rel = _labels(labels)
     n_lists, n_docs, _ = rel.shape
     depth = n_docs if depth is None else min(depth, n_docs)
-    m = rel.any(axis=2).sum(axis=1)
-    by_m = np.argsort(-m, kind="stable")
-    rel_t = np.ascontiguousarray(rel[by_m].transpose(0, 2, 1))  # [lists, subtopics, docs], by decreasing m
-    m_sorted = m[by_m]
-    weight = np.ones((n_lists, rel.shape[2]))  # (1 - alpha) ** c_s per list and subtopic
-    taken = np.zeros((n_lists, n_docs), dtype=bool)
+    lists, rows, cols = np.nonzero(rel)
+    rank = greedy_ideal(lists, rows, cols, alpha, depth)
     greedy = np.zeros((n_lists, depth), dtype=np.int64)
-    for r in range(min(depth, int(m.max(initial=0)))):
-        a = int(np.searchsorted(-m_sorted, -r, side="left"))  # lists with m > r
-        gain = (weight[:a, None, :] @ rel_t[:a])[:, 0, :]
-        gain[taken[:a]] = -1.0
-        best = gain.argmax(axis=1)
-        greedy[:a, r] = best
-        taken[np.arange(a), best] = True
-        weight[:a] *= np.where(rel_t[np.arange(a), :, best] > 0, 1.0 - alpha, 1.0)
-    rest = np.argsort(taken, axis=1, kind="stable")  # untaken rows first, in row order
-    shift = np.arange(depth) - m_sorted[:, None]  # position among the rest
+    greedy[lists[rank > 0], rank[rank > 0] - 1] = rows[rank > 0]
+    relevant = rel.any(axis=2)
+    rest = np.argsort(relevant, axis=1, kind="stable")  # rows relevant to nothing first, in row order
+    shift = np.arange(depth) - relevant.sum(axis=1)[:, None]  # position among the rest
     tail = np.take_along_axis(rest, np.clip(shift, 0, n_docs - 1), axis=1)
-    order = np.empty_like(greedy)
-    order[by_m] = np.where(shift >= 0, tail, greedy)
-    return order
+    return np.where(shift >= 0, tail, greedy)
+
+
+def greedy_ideal(topic: np.ndarray, row: np.ndarray, col: np.ndarray, alpha: float = ALPHA,
+                 depth: int | None = None) -> np.ndarray:
+    """``[labels]`` rank (from 1) of each label's document in ndeval's greedy ideal ranking of its topic
+    (0 for a document the greedy leaves below ``depth``, when given).
+
+    ``topic, row, col [labels]``: the relevant labels, one per distinct (topic, document row,
+    subtopic column); ``row`` orders a topic's documents as ties break (the earliest wins: ndeval
+    prefers the greatest docno). At each rank the greedy takes the remaining document of largest
+    novelty gain ``G`` given those taken (Clarke et al. 2008: the optimum is NP-hard, ndeval settles
+    for this). Documents relevant to the same subtopics differ only in their row, so the greedy
+    chooses among these *patterns* (a pattern offers its earliest document left), not among documents.
+
+    The loop runs over ranks, each step batched over the topics of a block (memory follows the
+    labels); topics go by decreasing number of documents, so those still choosing are a prefix.
+    """
+    if not len(topic):
+        return np.zeros(0, np.int64)
+    by_doc = row_order(topic, row)
+    t, r = topic[by_doc], row[by_doc]
+    doc = np.empty(len(topic), np.int64)        # documents numbered by topic, then row
+    doc[by_doc] = np.cumsum(np.r_[True, (t[1:] != t[:-1]) | (r[1:] != r[:-1])]) - 1
+    n_docs = int(doc.max(initial=-1)) + 1
+    doc_topic = np.zeros(n_docs, np.int64)
+    doc_topic[doc] = topic
+    # a document's pattern: the bits of its subtopic columns, 63 to an int64 word
+    words = np.zeros((n_docs, int(col.max(initial=0)) // 63 + 1), np.int64)
+    np.add.at(words, (doc, col // 63), np.left_shift(1, col % 63, dtype=np.int64))
+    by_pattern = row_order(doc_topic, *words.T, np.arange(n_docs))   # documents by topic and pattern, then row
+    keys = np.column_stack([doc_topic, words])[by_pattern]
+    new = np.r_[True, (keys[1:] != keys[:-1]).any(axis=1)]
+    following = np.empty(n_docs, np.int64)                   # the pattern's next document after each
+    following[by_pattern] = np.where(np.r_[new[1:], True], n_docs, np.r_[by_pattern[1:], 0])
+    first = by_pattern[new]                                  # each pattern's first document
+    pattern_topic = keys[new, 0]
+    n_topics = int(topic.max(initial=-1)) + 1
+    n_cols = np.zeros(n_topics, np.int64)
+    np.maximum.at(n_cols, topic, col + 1)
+    size = np.bincount(doc_topic, minlength=n_topics)
+    n_patterns = np.bincount(pattern_topic, minlength=n_topics)
+    first_pattern = np.searchsorted(pattern_topic, np.arange(n_topics))
+    subtopic = np.arange(n_cols.max(initial=0))
+    bits = (keys[new][:, 1 + subtopic // 63] >> (subtopic % 63)) & 1    # [patterns, subtopics]
+
+    doc_rank = np.zeros(n_docs, np.int64)
+    by_size = np.argsort(-size, kind="stable")
+    done = 0
+    while done < n_topics and size[by_size[done]] > 0:
+        block = by_size[done:done + max(1, 2**20 // int(size[by_size[done]] * n_cols.max()))]  # [b, P, S] small
+        done += len(block)
+        slot = np.arange(n_patterns[block].max())
+        exists = slot < n_patterns[block][:, None]                          # [b, P]
+        pattern = np.where(exists, first_pattern[block][:, None] + slot, 0)
+        rel_t = np.where(exists[:, None, :], bits[pattern].transpose(0, 2, 1)[:, :n_cols[block].max()], 0)
+        rel_t = rel_t.astype(np.float64)                                    # [b, S, P] 0/1
+        shrink = np.where(rel_t > 0, 1.0 - alpha, 1.0).transpose(0, 2, 1)   # [b, P, S]
+        nxt = np.where(exists, first[pattern], n_docs)                      # each pattern's next document
+        weight = np.ones((len(block), 1, rel_t.shape[1]))                  # (1 - alpha) ** c_s
+        m = size[block]
+        ranks = int(m[0]) if depth is None else min(depth, int(m[0]))
+        active = np.searchsorted(-m, -np.arange(ranks), side="left")      # topics with more than r documents
+        chosen = np.zeros((len(block), ranks), np.int64)
+        lists = np.arange(len(block))
+        for r, a in enumerate(active):
+            gain = (weight[:a] @ rel_t[:a])[:, 0, :]
+            gain[nxt[:a] == n_docs] = -1.0
+            tied = gain == gain.max(axis=1, keepdims=True)
+            best = (lists[:a], np.where(tied, nxt[:a], n_docs).argmin(axis=1))   # the earliest document of the best
+            chosen[:a, r] = pick = nxt[best]
+            nxt[best] = following[pick]
+            weight[:a, 0] *= shrink[best]
+        taken = np.arange(ranks) < m[:, None]
+        doc_rank[chosen[taken]] = np.nonzero(taken)[1] + 1
+    return doc_rank[doc]
 
 
 def rank_labels(labels: np.ndarray, order: np.ndarray) -> np.ndarray:
@@ -218,14 +290,14 @@ def label_gains(topic: np.ndarray, rank: np.ndarray, col: np.ndarray,
     its subtopics in column order as :func:`novelty_gains` sums the dense row, and ``first [labels]``,
     whether a label is its subtopic's first in the ranking (in the labels' order).
     """
-    by_subtopic = np.lexsort((rank, col, topic))
+    by_subtopic = row_order(topic, col, rank)
     t, c, r = topic[by_subtopic], col[by_subtopic], rank[by_subtopic]
     first = np.r_[True, (t[1:] != t[:-1]) | (c[1:] != c[:-1])] if len(t) else np.zeros(0, bool)
     index = np.arange(len(t))
     seen = index - np.maximum.accumulate(np.where(first, index, 0))  # c_s(r): this subtopic's labels above r
     in_order = np.empty_like(first)
     in_order[by_subtopic] = first
-    by_rank = np.lexsort((c, r, t))
+    by_rank = row_order(t, r, c)
     t, r, contribution = t[by_rank], r[by_rank], ((1.0 - alpha) ** seen.astype(np.float64))[by_rank]
     new_doc = np.flatnonzero(np.r_[True, (t[1:] != t[:-1]) | (r[1:] != r[:-1])]) if len(t) else index
     return t[new_doc], r[new_doc], np.add.reduceat(contribution, new_doc) if len(t) else contribution, in_order
@@ -234,47 +306,30 @@ def label_gains(topic: np.ndarray, rank: np.ndarray, col: np.ndarray,
 class IdealValues:
     """The ideal rankings' values the normalised measures divide by, computed once for fixed qrels.
 
-    ``ideal [topics, docs, subtopics]``: labels of :func:`ideal_ranking` over the judged documents.
+    ``topic, rank, col [labels]``: the relevant labels of :func:`greedy_ideal`'s rankings (as in
+    :func:`label_gains`), ``n_subtopics [topics]`` the intents counted.
     """
 
-    def __init__(self, ideal: np.ndarray, n_subtopics: np.ndarray, alpha: float, beta: float,
-                 cutoffs: tuple[int, ...]):
-        gains = novelty_gains(ideal, alpha)
-        self.n = _n(ideal, n_subtopics)
-        self.dcg = {k: _dcg(gains, k) for k in cutoffs}
-        self.err = {k: _err(gains, k) for k in cutoffs}
-        self.nrbp = _nrbp(gains, alpha, beta, self.n)
+    def __init__(self, topic: np.ndarray, rank: np.ndarray, col: np.ndarray, n_subtopics: np.ndarray,
+                 alpha: float, beta: float, cutoffs: tuple[int, ...]):
+        self.n = np.asarray(n_subtopics, dtype=np.float64)
+        t, r, gain, _ = label_gains(topic, rank, col, alpha)
+        self.dcg, self.err, total = _gain_sums(t, r, gain, int(r.max(initial=0)), len(self.n), beta, cutoffs)
+        self.nrbp = _ratio((1.0 - (1.0 - alpha) * beta) * total, self.n)
 
 
-def official_metrics(topic: np.ndarray, rank: np.ndarray, col: np.ndarray, depth: int, ideal: IdealValues,
-                     alpha: float = ALPHA, beta: float = BETA,
-                     cutoffs: tuple[int, ...] = CUTOFFS) -> dict[str, np.ndarray]:
-    """Every official measure of a run from its relevant labels, in memory proportional to the run.
-
-    ``topic, rank, col [labels]`` as in :func:`label_gains` (topics index ``ideal``'s), ``depth`` the
-    run's longest ranking (NRBP reads the whole of it). Each value equals the dense computation over
-    ``[topics, depth, subtopics]`` labels: the same gains summed in the same order (cumulative sums in
-    rank order; NRBP's sum over each padded row, ``depth`` values at a time). Returns ``{measure name:
-    [topics]}`` with ir_measures' names (``alpha_nDCG@20``, ``ERR_IA@20``, ``nERR_IA@20``, ``NRBP``,
-    ``nNRBP``, ``P_IA@20``, ``StRecall@20``).
-    """
-    n_topics = len(ideal.n)
-    t, r, gain, first = label_gains(topic, rank, col, alpha)
+def _gain_sums(t: np.ndarray, r: np.ndarray, gain: np.ndarray, depth: int, n_topics: int, beta: float,
+               cutoffs: tuple[int, ...]) -> tuple[dict[int, np.ndarray], dict[int, np.ndarray], np.ndarray]:
+    """``({k: alpha-DCG@k}, {k: ERR-IA@k sum}, NRBP's sum over the whole list)``, each ``[topics]``, from
+    the novelty gains of :func:`label_gains`, summed as the dense ``[topics, depth]`` gains are: cumulative
+    sums in rank order; NRBP's over each padded row, ``depth`` values at a time."""
     dcg_gain = gain * discount(depth)[r - 1]
     err_gain = gain / np.arange(1, depth + 1)[r - 1]
-    out: dict[str, np.ndarray] = {}
+    dcg, err = {}, {}
     for k in cutoffs:
-        top, label_top = r <= k, rank <= k
-        dcg = np.bincount(t[top], weights=dcg_gain[top], minlength=n_topics)
-        err = np.bincount(t[top], weights=err_gain[top], minlength=n_topics)
-        ranks = np.arange(1, k + 1)
-        ideal_ideal = ((1.0 - alpha) ** (ranks - 1) / ranks).sum()  # every rank covers every intent
-        out[f"alpha_nDCG@{k}"] = _ratio(dcg, ideal.dcg[k])
-        out[f"ERR_IA@{k}"] = _ratio(err, ideal.n * ideal_ideal)
-        out[f"nERR_IA@{k}"] = _ratio(err, ideal.err[k])
-        out[f"P_IA@{k}"] = _ratio(np.bincount(topic[label_top], minlength=n_topics).astype(np.float64), k * ideal.n)
-        out[f"StRecall@{k}"] = _ratio(np.bincount(topic[label_top & first], minlength=n_topics).astype(np.float64),
-                                      ideal.n)
+        top = r <= k
+        dcg[k] = np.bincount(t[top], weights=dcg_gain[top], minlength=n_topics)
+        err[k] = np.bincount(t[top], weights=err_gain[top], minlength=n_topics)
     powers = beta ** np.arange(depth)
     total = np.zeros(n_topics)
     rows = max(1, 2**20 // max(depth, 1))  # padded rows summed a block at a time, as the dense row is summed
@@ -284,6 +339,34 @@ def official_metrics(topic: np.ndarray, rank: np.ndarray, col: np.ndarray, depth
             dense = np.zeros((min(rows, n_topics - lo), depth))
             dense[t[block] - lo, r[block] - 1] = gain[block]
             total[lo:lo + rows] = (dense * powers).sum(axis=1)
+    return dcg, err, total
+
+
+def official_metrics(topic: np.ndarray, rank: np.ndarray, col: np.ndarray, depth: int, ideal: IdealValues,
+                     alpha: float = ALPHA, beta: float = BETA,
+                     cutoffs: tuple[int, ...] = CUTOFFS) -> dict[str, np.ndarray]:
+    """Every official measure of a run from its relevant labels, in memory proportional to the run.
+
+    ``topic, rank, col [labels]`` as in :func:`label_gains` (topics index ``ideal``'s), ``depth`` the
+    run's longest ranking (NRBP reads the whole of it). Each value equals the dense computation over
+    ``[topics, depth, subtopics]`` labels: the same gains summed in the same order (:func:`_gain_sums`).
+    Returns ``{measure name: [topics]}`` with ir_measures' names (``alpha_nDCG@20``, ``ERR_IA@20``,
+    ``nERR_IA@20``, ``NRBP``, ``nNRBP``, ``P_IA@20``, ``StRecall@20``).
+    """
+    n_topics = len(ideal.n)
+    t, r, gain, first = label_gains(topic, rank, col, alpha)
+    dcg, err, total = _gain_sums(t, r, gain, depth, n_topics, beta, cutoffs)
+    out: dict[str, np.ndarray] = {}
+    for k in cutoffs:
+        label_top = rank <= k
+        ranks = np.arange(1, k + 1)
+        ideal_ideal = ((1.0 - alpha) ** (ranks - 1) / ranks).sum()  # every rank covers every intent
+        out[f"alpha_nDCG@{k}"] = _ratio(dcg[k], ideal.dcg[k])
+        out[f"ERR_IA@{k}"] = _ratio(err[k], ideal.n * ideal_ideal)
+        out[f"nERR_IA@{k}"] = _ratio(err[k], ideal.err[k])
+        out[f"P_IA@{k}"] = _ratio(np.bincount(topic[label_top], minlength=n_topics).astype(np.float64), k * ideal.n)
+        out[f"StRecall@{k}"] = _ratio(np.bincount(topic[label_top & first], minlength=n_topics).astype(np.float64),
+                                      ideal.n)
     out["NRBP"] = _ratio((1.0 - (1.0 - alpha) * beta) * total, ideal.n)
     out["nNRBP"] = _ratio(out["NRBP"], ideal.nrbp)
     return out

@@ -13,13 +13,16 @@
 
 from __future__ import annotations
 
+import os
 import re
+from typing import Iterable, NamedTuple
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 
-from srdiv.metrics.diversity import ALPHA, BETA, CUTOFFS, IdealValues, ideal_ranking, official_metrics, rank_labels
-from srdiv.metrics.runs import check_run, order_run
+from srdiv.metrics.diversity import ALPHA, BETA, CUTOFFS, IdealValues, greedy_ideal, official_metrics, row_order
+from srdiv.metrics.runs import rank_run, text_codes
 
 CUTOFF_FAMILIES = ("alpha_nDCG", "ERR_IA", "nERR_IA", "P_IA", "StRecall")
 WHOLE_LIST = ("NRBP", "nNRBP")
@@ -43,39 +46,37 @@ def measure_cutoffs(measures: list[str]) -> tuple[int, ...]:
     return tuple(sorted(cutoffs))
 
 
-def qrels_tensor(qrels: pd.DataFrame) -> tuple[list[str], np.ndarray, np.ndarray, pd.Index, np.ndarray]:
-    """Relevant documents of every judged topic as labels, in ndeval's tie order.
+class QrelsLabels(NamedTuple):
+    """Relevant labels of diversity qrels, coded (:func:`qrels_labels`); label arrays are ``[labels]``."""
 
-    Returns ``qids [T]`` (qrels order), ``labels [T, docs, subtopics]`` 0/1
-    (each topic's documents relevant to some subtopic, docno descending,
-    padding rows zero), ``n_subtopics [T]`` (subtopics with a relevant
-    document), ``docnos`` (the relevant documents) and ``relevant [3, pairs]``:
-    topic index, ``docnos`` index and subtopic column of every relevant
-    (document, subtopic) pair, to label a run with.
-    """
-    topic, uniques = pd.factorize(qrels["qid"].astype(str))  # topics in qrels order
-    qids = [str(q) for q in uniques]
+    qids: list[str]              # the judged topics, in qrels order
+    n_subtopics: np.ndarray      # [topics] subtopics with a relevant document
+    docnos: pa.Array             # the relevant documents, in byte order
+    topic: np.ndarray            # index in qids
+    doc: np.ndarray              # index in docnos
+    col: np.ndarray              # the subtopic's position among its topic's, by sid
+
+
+def qrels_labels(qrels: pd.DataFrame) -> QrelsLabels:
+    """One label per relevant (topic, document, subtopic) of ``qrels`` (``qid, sid, docno, rel``),
+    sorted by topic, subtopic, document; every judged topic counts, even one without a relevant label."""
+    topic, qids = text_codes(qrels["qid"])
     keep = qrels["rel"].to_numpy() > 0
-    t = topic[keep].astype(np.int64)
-    sid, _ = pd.factorize(qrels.loc[keep, "sid"].astype(str), sort=True)
-    doc, docnos = pd.factorize(qrels.loc[keep, "docno"].astype(str), sort=True)
-    t, sid, doc = _unique_rows(t, sid, doc)
-    cols = _unique_rows(t, sid)                          # (topic, subtopic) pairs, subtopics by sid within a topic
-    col_of = _within_topic(cols[0])
-    col = col_of[_lookup(cols, (t, sid))]
-    rows = _unique_rows(t, len(docnos) - 1 - doc)          # a topic's documents by docno descending
-    row = _within_topic(rows[0])[_lookup(rows, (t, len(docnos) - 1 - doc))]
-    n_subtopics = np.bincount(cols[0], minlength=len(qids)).astype(np.float64)
-    labels = np.zeros((len(qids), int(row.max(initial=-1)) + 1, int(n_subtopics.max(initial=0))))
-    labels[t, row, col] = 1.0
-    return qids, labels, n_subtopics, pd.Index(docnos), np.stack([t, doc, col])
+    sid = text_codes(qrels["sid"][keep], sort=True)[0]
+    doc, docnos = text_codes(qrels["docno"][keep], sort=True)
+    topic, sid, doc = _unique_rows(topic[keep], sid, doc)
+    new_pair = np.r_[True, (topic[1:] != topic[:-1]) | (sid[1:] != sid[:-1])] if len(topic) else topic > 0
+    pair = np.cumsum(new_pair) - 1    # (topic, subtopic) pairs in order; col counts them within the topic
+    col = pair - np.maximum.accumulate(np.where(np.r_[True, topic[1:] != topic[:-1]], pair, 0)) if len(topic) else pair
+    n_subtopics = np.bincount(topic[new_pair], minlength=len(qids)).astype(np.float64)
+    return QrelsLabels(qids.to_pylist(), n_subtopics, docnos, topic, doc, col)
 
 
 def _unique_rows(*columns: np.ndarray) -> tuple[np.ndarray, ...]:
     """The distinct rows of integer ``columns``, sorted by the first column, then the second, ..."""
     if not len(columns[0]):
         return columns
-    order = np.lexsort(columns[::-1])
+    order = row_order(*columns)
     sorted_cols = [c[order] for c in columns]
     new = np.zeros(len(order), dtype=bool)
     new[0] = True
@@ -84,29 +85,13 @@ def _unique_rows(*columns: np.ndarray) -> tuple[np.ndarray, ...]:
     return tuple(c[new] for c in sorted_cols)
 
 
-def _within_topic(topic: np.ndarray) -> np.ndarray:
-    """Position of each entry among those of its topic (``topic`` sorted)."""
-    index = np.arange(len(topic))
-    return index - np.maximum.accumulate(np.where(np.r_[True, topic[1:] != topic[:-1]], index, 0)) if len(topic) else index
-
-
-def _lookup(table: tuple[np.ndarray, ...], rows: tuple[np.ndarray, ...]) -> np.ndarray:
-    """Index in the sorted distinct ``table`` (of :func:`_unique_rows`) of each row of ``rows``."""
-    width = [int(max(c.max(initial=0), r.max(initial=0))) + 1 for c, r in zip(table, rows)]
-    def key(columns):
-        out = np.zeros(len(columns[0]), dtype=np.int64)
-        for c, w in zip(columns, width):
-            out = out * w + c
-        return out
-    return np.searchsorted(key(table), key(rows))
-
-
 class DiversityEvaluator:
     """Official measures against fixed qrels: the ideal rankings are built once, runs evaluated many times.
 
     ``qrels``: the collection schema ``qid, sid, docno, grade, rel``.
     ``measures``: names from :data:`MEASURES` (default all; any cutoff >= 1
-    works, ndeval itself stops at 20).
+    works, ndeval itself stops at 20). Memory follows the qrels and the run,
+    never topics x depth x subtopics.
     """
 
     def __init__(self, qrels: pd.DataFrame, measures: list[str] | None = None,
@@ -114,37 +99,40 @@ class DiversityEvaluator:
         self.measures = list(MEASURES if measures is None else measures)
         self.cutoffs = measure_cutoffs(self.measures)
         self.alpha, self.beta = alpha, beta
-        self.qids, labels, self.n_subtopics, self.docnos, (topic, doc, col) = qrels_tensor(qrels)
-        self.ideal = IdealValues(rank_labels(labels, ideal_ranking(labels, alpha)), self.n_subtopics, alpha, beta,
-                                 self.cutoffs)
-        # the relevant labels grouped by (topic, document): a run document's labels are found by hash lookups
-        self.topics = pd.Index(self.qids)
-        key = topic * len(self.docnos) + doc
-        order = np.argsort(key, kind="stable")
-        key = key[order]
+        labels = qrels_labels(qrels)
+        self.qids, self.docnos = labels.qids, labels.docnos
+        # ties go to the greatest docno: rows by docno descending
+        rank = greedy_ideal(labels.topic, len(self.docnos) - 1 - labels.doc, labels.col, alpha)
+        self.ideal = IdealValues(labels.topic, rank, labels.col, labels.n_subtopics, alpha, beta, self.cutoffs)
+        # the labels grouped by (topic, document), sorted: a run document's labels are found by binary search
+        order = row_order(labels.topic, labels.doc, labels.col)
+        key = (labels.topic * len(self.docnos) + labels.doc)[order]
         starts = np.flatnonzero(np.r_[True, key[1:] != key[:-1]]) if len(key) else key
-        self.pairs = pd.Index(key[starts])
+        self.pairs = key[starts]
         self.pair_start, self.pair_count = starts, np.diff(np.r_[starts, len(key)])
-        self.label_topic, self.label_col = topic[order], col[order]
+        self.label_topic, self.label_col = labels.topic[order], labels.col[order]
 
-    def evaluate(self, run: pd.DataFrame) -> pd.DataFrame:
+    def evaluate(self, run: pd.DataFrame, path: str | os.PathLike = "<run>", qids: Iterable[str] | None = None,
+                 ties: str = "ndeval") -> pd.DataFrame:
         """Per-query values -> long frame ``qid, measure, value`` for every judged topic.
 
-        ``run``: ``qid, docno`` and ``rank`` and/or ``score``, the whole run
-        (NRBP reads past rank 20). Memory grows with the run, not with topics x depth x subtopics.
+        ``run``: ``qid, docno`` and ``rank`` and/or ``score``, the whole run (NRBP reads past rank 20),
+        in any order: checked and ordered by :func:`srdiv.metrics.runs.rank_run` (errors name ``path``;
+        with ``qids``, a qid not among them is one; ``ties``: equal scores without ranks).
+        Memory grows with the run, not with topics x depth x subtopics.
         """
-        check_run(run)
-        ranked_run = order_run(run)
-        topic = self.topics.get_indexer(ranked_run["qid"])
-        depth = int(ranked_run["rank"].to_numpy()[topic >= 0].max(initial=0))
-        doc = self.docnos.get_indexer(ranked_run["docno"])
-        pair = np.where((topic >= 0) & (doc >= 0),
-                        self.pairs.get_indexer(topic.astype(np.int64) * len(self.docnos) + doc), -1)
-        hit = np.flatnonzero(pair >= 0)
-        count = self.pair_count[pair[hit]]
+        ranking = rank_run(run, path, qids, self.docnos, ties)
+        topic = pd.Index(self.qids).get_indexer(ranking.qids)[ranking.topic]   # -1: not judged
+        depth = int(ranking.rank[topic >= 0].max(initial=0))
+        judged = np.flatnonzero((topic >= 0) & (ranking.doc < len(self.docnos)))
+        key = topic[judged] * len(self.docnos) + ranking.doc[judged]
+        pair = np.minimum(np.searchsorted(self.pairs, key), max(len(self.pairs) - 1, 0))
+        hit = judged[self.pairs[pair] == key] if len(self.pairs) else judged[:0]
+        pair = pair[self.pairs[pair] == key] if len(self.pairs) else pair[:0]
+        count = self.pair_count[pair]
         within = np.arange(count.sum()) - np.repeat(np.cumsum(count) - count, count)
-        label = np.repeat(self.pair_start[pair[hit]], count) + within
-        rank = np.repeat(ranked_run["rank"].to_numpy(np.int64)[hit], count)
+        label = np.repeat(self.pair_start[pair], count) + within
+        rank = np.repeat(ranking.rank[hit], count)
         values = official_metrics(self.label_topic[label], rank, self.label_col[label], depth, self.ideal,
                                   self.alpha, self.beta, self.cutoffs)
         return pd.DataFrame({

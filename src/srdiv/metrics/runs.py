@@ -16,10 +16,12 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Iterable
+from typing import Callable, Iterable, NamedTuple
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from srdiv.io import InputError, atomic_path, first_misfit, read_parquet
 
@@ -33,30 +35,48 @@ RUN_FILE = "run.txt"
 """Name of the TREC run file a training job writes into each ``<model>/fold<k>`` directory."""
 
 
-def read_fields(path: str | os.PathLike, names: tuple[str, ...]) -> pd.DataFrame:
-    """Whitespace-separated text file -> string columns ``names`` plus its 1-based ``line``.
+BLANKS = " \t\n\v\f\r"
+"""What separates the fields of a TREC line: C's ``isspace``, as ndeval and trec_eval split a line."""
 
-    Blank lines are skipped; a line with another number of fields, or a file
-    without any line, raises :class:`InputError` naming the file and line.
+
+def read_fields(path: str | os.PathLike, names: tuple[str, ...], keep: tuple[str, ...] | None = None) -> pd.DataFrame:
+    """Whitespace-separated text file -> string columns ``keep`` (default: all ``names``) plus each row's 1-based ``line``.
+
+    Lines end at ``\\n``, ``\\r\\n`` or ``\\r``; fields are separated by :data:`BLANKS`. Blank lines are
+    skipped; a line with another number of fields than ``names``, or a file without any field, raises
+    :class:`InputError` naming the file and line. The file is split on its bytes with numpy and
+    its fields cut out by Arrow, with no Python work per line.
     """
     path = Path(path)
     if not path.exists():
         raise InputError(path, "file not found")
+    data = path.read_bytes()
     try:
-        lines = pd.Series(path.read_text().splitlines(), dtype=object)
+        data.decode("utf-8")
     except UnicodeDecodeError as err:
         raise InputError(path, f"not a text file ({err.reason})") from None
-    fields = lines.str.split()
-    count = fields.str.len().to_numpy()
-    keep = count > 0
-    if not keep.any():
+    byte = np.frombuffer(data, np.uint8)
+    blank = (byte == ord(" ")) | (np.subtract(byte, 9, dtype=np.uint8) < 5)   # \t \n \v \f \r are 9 to 13
+    start = np.flatnonzero(blank[:-1] > blank[1:]) + 1                          # each field's first byte
+    if len(byte) and not blank[0]:
+        start = np.r_[0, start]
+    line_end = byte == ord("\n")
+    if b"\r" in data:                                                           # \r alone ends a line too
+        line_end |= (byte == ord("\r")) & (np.r_[byte[1:], 0] != ord("\n"))
+    count = np.diff(np.searchsorted(start, np.flatnonzero(line_end)), prepend=0, append=len(start))  # per line
+    if not len(start):
         raise InputError(path, "empty file")
-    bad = np.flatnonzero(keep & (count != len(names)))
+    bad = np.flatnonzero((count > 0) & (count != len(names)))
     if bad.size:
         raise InputError(path, f"expected {len(names)} fields ({' '.join(names)}), found {count[bad[0]]}",
                          int(bad[0]) + 1)
-    frame = pd.DataFrame(fields[keep].tolist(), columns=list(names))
-    frame["line"] = np.flatnonzero(keep) + 1
+    # field i runs from its first byte to the next field's, the blanks after it trimmed
+    fields = pa.LargeStringArray.from_buffers(len(start), pa.py_buffer(np.append(start, len(data))),
+                                              pa.py_buffer(data))
+    frame = pd.DataFrame({name: pc.utf8_rtrim(fields.take(np.arange(names.index(name), len(start), len(names))),
+                                              characters=BLANKS).to_pandas()
+                          for name in (keep or names)})
+    frame["line"] = np.flatnonzero(count) + 1
     return frame
 
 
@@ -72,14 +92,42 @@ def parse_numbers(frame: pd.DataFrame, column: str, path: str | os.PathLike, int
     is silently wrapped or rounded on its way to a narrower type.
     """
     low, high = bounds or (INT32 if integer else (-np.inf, np.inf))
-    bad = first_misfit(frame[column].to_numpy(), integer, low, high)
-    if bad is not None:
+    numbers, parsed = _numbers(frame[column])
+    bad = first_misfit(numbers, integer, low, high)
+    if bad is not None or parsed < len(frame):
+        bad = parsed if bad is None else bad
         kind = "an integer" if integer else "a finite number"
         value = frame[column].iloc[bad]
         span = f" in [{low:.0f}, {high:.0f}]" if integer else ""
         raise InputError(path, f"{column} '{value}' is not {kind}{span}{_where(frame, bad)}", _line(frame, bad))
-    values = pd.to_numeric(frame[column]).to_numpy(np.float64)
-    return pd.Series(values.astype(np.int64) if integer else values, index=frame.index)
+    return pd.Series(numbers.astype(np.int64) if integer else numbers, index=frame.index)
+
+
+def _numbers(values: pd.Series) -> tuple[np.ndarray, int]:
+    """``(float64 of the first n values, n)``: all of them, or up to the first text that is no number.
+
+    Arrow-backed text is cast by Arrow (a decimal number as C's ``strtod`` reads it: ``3``,
+    ``-2.5e-3``, ``inf``; not ``0x1F`` nor ``1_000``), in one call; the first value it cannot read
+    is then found by halving. Other columns go through ``pd.to_numeric`` (NaN where no number).
+    """
+    if values.dtype.kind in "iuf":
+        return values.to_numpy(np.float64), len(values)
+    if not (isinstance(values.dtype, pd.StringDtype) and values.dtype.storage == "pyarrow"):
+        numbers = pd.to_numeric(values.astype(object), errors="coerce")
+        return numbers.to_numpy(np.float64, na_value=np.nan), len(values)
+    text = pa.array(values)
+    try:
+        return pc.cast(text, pa.float64()).to_numpy(zero_copy_only=False), len(values)
+    except pa.ArrowInvalid:
+        good, bad = 0, len(text)   # text[:good] is read; text[good:bad] holds a value that is not
+        while bad - good > 1:
+            middle = (good + bad) // 2
+            try:
+                pc.cast(text[good:middle], pa.float64())
+                good = middle
+            except pa.ArrowInvalid:
+                bad = middle
+        return pc.cast(text[:good], pa.float64()).to_numpy(zero_copy_only=False), good
 
 
 def _line(frame: pd.DataFrame, i: int) -> int | None:
@@ -92,73 +140,144 @@ def _where(frame: pd.DataFrame, i: int) -> str:
     return "" if "line" in frame else f" (row {i + 1})"
 
 
-def check_run(run: pd.DataFrame, path: str | os.PathLike = "<run>", qids: Iterable[str] | None = None) -> None:
-    """Raise :class:`InputError` for a run ndeval would reject or we cannot evaluate.
+class Ranking(NamedTuple):
+    """A checked run in ndeval's order (:func:`rank_run`); every array is ``[rows]`` in the run's row order."""
 
-    Checks: at least one row; finite scores and integer ranks; a ``docno`` at
-    most once per ``qid``; when ranks order the run, a rank at most once per
-    ``qid``; with ``qids``, every ``qid`` among them (the collection's topics).
+    topic: np.ndarray    # code of the row's qid: qids[code]
+    qids: pd.Index       # the run's qids, by first appearance
+    doc: np.ndarray      # code of the row's docno (text_codes with the docnos given to rank_run)
+    rank: np.ndarray     # the row's rank from 1 within its qid, in ndeval's order
+    order: np.ndarray    # the rows in ndeval's order: topics by first appearance, then rank
+
+
+def text_codes(values: pd.Series, known: pa.Array | None = None, sort: bool = False) -> tuple[np.ndarray, pa.Array]:
+    """``(codes [rows], distinct texts)`` of ``values`` as text, one hash pass in Arrow (as ``pd.factorize``).
+
+    Equal texts share a code, numbered by first appearance after ``known`` (distinct texts, large_string),
+    which take the codes ``0 .. len(known) - 1``: a value is among them exactly where its code is below
+    that. ``sort`` numbers the texts in byte (code point) order instead, as ``strcmp`` orders them.
     """
+    text = pa.array(values.astype(str))
+    text = (text.combine_chunks() if isinstance(text, pa.ChunkedArray) else text).cast(pa.large_string())
+    skip = 0 if known is None else len(known)
+    encoded = pc.dictionary_encode(pa.concat_arrays([known, text]) if skip else text, null_encoding="encode")
+    codes, uniques = encoded.indices.to_numpy()[skip:].astype(np.int64), encoded.dictionary
+    if sort:
+        position = text_order(uniques)
+        codes, uniques = position[codes], uniques.take(np.argsort(position))
+    return codes, uniques
+
+
+def text_order(texts: pa.Array) -> np.ndarray:
+    """``[texts]`` position of each text in byte (code point) order, as ``strcmp`` orders them."""
+    position = np.empty(len(texts), np.int64)
+    position[pc.array_sort_indices(texts).to_numpy()] = np.arange(len(texts))
+    return position
+
+
+def rank_run(run: pd.DataFrame, path: str | os.PathLike = "<run>", qids: Iterable[str] | None = None,
+             docnos: pa.Array | None = None, ties: str = "ndeval") -> Ranking:
+    """Check a run and find ndeval's order (see module docstring), in vectorised passes over codes.
+
+    Checks, each failing with :class:`InputError` at the run's first bad row: at least one row; finite
+    scores and integer ranks; with ``qids``, every ``qid`` among them (the collection's topics); a
+    ``docno`` at most once per ``qid``; when ranks order the run, a rank at most once per ``qid``.
+    ``docnos`` (distinct) take the first docno codes (:func:`text_codes`). ``ties`` (a key of
+    :data:`TIES`): the docno order of equal scores in a run without ranks.
+    """
+    if ties not in TIES:
+        raise ValueError(f"ties must be one of {', '.join(TIES)}, got {ties!r}")
     if len(run) == 0:
         raise InputError(path, "empty run")
-    for column in ("rank", "score"):
-        if column in run:
-            parse_numbers(run, column, path, integer=column == "rank")
+    numbers = {column: parse_numbers(run, column, path, integer=column == "rank").to_numpy()
+               for column in ("rank", "score") if column in run}
+    topic, topics = text_codes(run["qid"])
+    topics = pd.Index(topics.to_pandas())
     if qids is not None:
-        unknown = ~run["qid"].isin(set(qids)).to_numpy()
-        if unknown.any():
-            i = int(np.flatnonzero(unknown)[0])
-            raise InputError(path, f"qid '{run['qid'].iloc[i]}' is not a topic of the collection{_where(run, i)}",
-                             _line(run, i))
-    for column in ("docno", "rank"):
-        if column not in run:
-            continue
-        dup = run.duplicated(["qid", column]).to_numpy()
-        if dup.any():
-            i = int(np.flatnonzero(dup)[0])
-            raise InputError(path, f"{column} '{run[column].iloc[i]}' appears twice for qid "
-                                   f"'{run['qid'].iloc[i]}'{_where(run, i)}", _line(run, i))
+        _fail_at_first(run, path, ~topics.isin(set(qids))[topic],
+                       lambda i: f"qid '{run['qid'].iloc[i]}' is not a topic of the collection")
+    doc, docno_texts = text_codes(run["docno"], docnos)
+    _fail_at_first(run, path, pd.Series(topic * (int(doc.max()) + 1) + doc).duplicated().to_numpy(),
+                   lambda i: f"docno '{run['docno'].iloc[i]}' appears twice for qid '{run['qid'].iloc[i]}'")
+    if "rank" in numbers:
+        keys = (numbers["rank"], topic)
+    else:
+        by_docno = text_order(docno_texts)[doc]
+        keys = (-by_docno if ties == "ndeval" else by_docno, -numbers["score"], topic)
+    order = np.arange(len(run)) if _in_lexsort_order(keys) else np.lexsort(keys)
+    sorted_topic = topic[order]
+    if "rank" in numbers:
+        sorted_rank = numbers["rank"][order]
+        again = np.r_[False, (sorted_topic[1:] == sorted_topic[:-1]) & (sorted_rank[1:] == sorted_rank[:-1])]
+        repeat = np.zeros(len(run), bool)
+        repeat[order[again]] = True
+        _fail_at_first(run, path, repeat,
+                       lambda i: f"rank '{run['rank'].iloc[i]}' appears twice for qid '{run['qid'].iloc[i]}'")
+    rank = np.empty(len(run), np.int64)
+    rank[order] = within_group(sorted_topic) + 1
+    return Ranking(topic, topics, doc, rank, order)
+
+
+def _fail_at_first(run: pd.DataFrame, path: str | os.PathLike, bad: np.ndarray, message: Callable[[int], str]) -> None:
+    """:class:`InputError` ``message(row)`` at the run's first row where ``bad``."""
+    if bad.any():
+        i = int(np.argmax(bad))
+        raise InputError(path, message(i) + _where(run, i), _line(run, i))
+
+
+def _in_lexsort_order(keys: tuple[np.ndarray, ...]) -> bool:
+    """Whether the rows are already in ``np.lexsort(keys)`` order with no two rows equal (the last key first)."""
+    ahead, tied = np.zeros(len(keys[0]) - 1, bool), np.ones(len(keys[0]) - 1, bool)
+    for key in reversed(keys):
+        ahead |= tied & (key[1:] > key[:-1])
+        tied &= key[1:] == key[:-1]
+    return bool(ahead.all())
+
+
+def within_group(group: np.ndarray) -> np.ndarray:
+    """Position of each entry among those of its group (``group`` sorted, or at least grouped)."""
+    index = np.arange(len(group))
+    if not len(group):
+        return index
+    return index - np.maximum.accumulate(np.where(np.r_[True, group[1:] != group[:-1]], index, 0))
+
+
+def check_run(run: pd.DataFrame, path: str | os.PathLike = "<run>", qids: Iterable[str] | None = None) -> None:
+    """Raise :class:`InputError` for a run ndeval would reject or we cannot evaluate (:func:`rank_run`'s checks)."""
+    rank_run(run, path, qids)
 
 
 def order_run(run: pd.DataFrame, ties: str = "ndeval") -> pd.DataFrame:
-    """Sort a run in ndeval's order (see module docstring) and renumber ``rank`` 1..n per qid.
+    """A checked run in ndeval's order (see module docstring), ``rank`` renumbered 1..n per qid.
 
     ``ties`` (a key of :data:`TIES`): the docno order of equal scores in a run without ranks.
     Returns ``qid, docno, rank, score``; a run without scores gets ``score = -rank``.
     """
-    if ties not in TIES:
-        raise ValueError(f"ties must be one of {', '.join(TIES)}, got {ties!r}")
-    topic = pd.factorize(run["qid"])[0]  # topics keep their first-appearance order
-    if "rank" in run:
-        keys = (run["rank"].to_numpy(), topic)
-    else:
-        docno = pd.factorize(run["docno"], sort=True)[0]
-        keys = (-docno if ties == "ndeval" else docno, -run["score"].to_numpy(np.float64), topic)
-    ordered = run.iloc[np.lexsort(keys)].reset_index(drop=True)
-    rank = ordered.groupby("qid", sort=False).cumcount().to_numpy() + 1
-    score = ordered["score"].to_numpy(np.float64) if "score" in ordered else -rank.astype(np.float64)
-    return pd.DataFrame({"qid": ordered["qid"].astype(str).astype(object),
-                         "docno": ordered["docno"].astype(str).astype(object),
+    return _ranked_frame(run, rank_run(run, ties=ties))
+
+
+def _ranked_frame(run: pd.DataFrame, ranking: Ranking) -> pd.DataFrame:
+    """``qid, docno, rank, score`` of ``run`` in the order of its :class:`Ranking`."""
+    order = ranking.order
+    rank = ranking.rank[order]
+    score = run["score"].to_numpy(np.float64)[order] if "score" in run else -rank.astype(np.float64)
+    return pd.DataFrame({"qid": run["qid"].astype(str).take(order).reset_index(drop=True),
+                         "docno": run["docno"].astype(str).take(order).reset_index(drop=True),
                          "rank": rank.astype(np.int32), "score": score})
 
 
 def read_trec_run(path: str | os.PathLike) -> pd.DataFrame:
     """TREC run file (``qid Q0 docno rank score tag``) -> ``qid, docno, rank, score, line`` (file order)."""
-    frame = read_fields(path, TREC_RUN_FIELDS)
+    frame = read_fields(path, TREC_RUN_FIELDS, keep=("qid", "docno", "rank", "score"))
     frame["rank"] = parse_numbers(frame, "rank", path, integer=True)
     frame["score"] = parse_numbers(frame, "score", path, integer=False)
     return frame[["qid", "docno", "rank", "score", "line"]]
 
 
-def read_run(path: str | os.PathLike, qids: Iterable[str] | None = None, by_score: bool = False,
-             ties: str = "ndeval") -> pd.DataFrame:
-    """Read and check a run -> ``qid, docno, rank, score`` in ndeval's order, rank from 1.
-
-    ``path`` is a TREC run file or a Parquet table (``.parquet``) with
-    ``qid, docno`` and ``score`` and/or ``rank``. With ``qids`` (the
-    collection's topics) an unknown qid is an error. ``by_score`` ignores the
-    file's ranks and orders by score, equal scores by ``ties`` (:data:`TIES`;
-    ``"ndeval"`` is ndeval's ``-traditional``).
+def load_run(path: str | os.PathLike, by_score: bool = False) -> pd.DataFrame:
+    """Read a run as it is on disk -> ``qid, docno`` and ``rank`` and/or ``score`` (and each row's
+    ``line`` in a TREC file), in file order: its numbers parsed and checked, the rest left to
+    :func:`rank_run`. ``by_score`` drops the ranks (see :func:`read_run`).
     """
     path = Path(path)
     if path.suffix == ".parquet":
@@ -176,8 +295,21 @@ def read_run(path: str | os.PathLike, qids: Iterable[str] | None = None, by_scor
         if "score" not in run:
             raise InputError(path, "run has no scores to order by")
         run = run.drop(columns="rank", errors="ignore")
-    check_run(run, path, qids)
-    return order_run(run, ties)
+    return run
+
+
+def read_run(path: str | os.PathLike, qids: Iterable[str] | None = None, by_score: bool = False,
+             ties: str = "ndeval") -> pd.DataFrame:
+    """Read and check a run -> ``qid, docno, rank, score`` in ndeval's order, rank from 1.
+
+    ``path`` is a TREC run file or a Parquet table (``.parquet``) with
+    ``qid, docno`` and ``score`` and/or ``rank``. With ``qids`` (the
+    collection's topics) an unknown qid is an error. ``by_score`` ignores the
+    file's ranks and orders by score, equal scores by ``ties`` (:data:`TIES`;
+    ``"ndeval"`` is ndeval's ``-traditional``).
+    """
+    run = load_run(path, by_score)
+    return _ranked_frame(run, rank_run(run, path, qids, ties=ties))
 
 
 def read_qrels(path: str | os.PathLike, qids: set[str] | None = None, with_lines: bool = False) -> pd.DataFrame:
