@@ -196,11 +196,12 @@ def greedy_ideal(topic: np.ndarray, row: np.ndarray, col: np.ndarray, alpha: flo
     subtopic column); ``row`` orders a topic's documents as ties break (the earliest wins: ndeval
     prefers the greatest docno). At each rank the greedy takes the remaining document of largest
     novelty gain ``G`` given those taken (Clarke et al. 2008: the optimum is NP-hard, ndeval settles
-    for this). Documents relevant to the same subtopics differ only in their row, so the greedy
-    chooses among these *patterns* (a pattern offers its earliest document left), not among documents.
+    for this). Documents relevant to the same subtopic columns (a *pattern*) differ only in their row,
+    so the greedy chooses among patterns, each offering its earliest document left: one product of the
+    topics' subtopic weights ``[topics, subtopics]`` with the patterns ``[subtopics, patterns]`` a rank.
 
-    The loop runs over ranks, each step batched over the topics of a block (memory follows the
-    labels); topics go by decreasing number of documents, so those still choosing are a prefix.
+    The loop runs over ranks, batched over the topics of a block (memory follows the labels);
+    topics go by decreasing number of documents, so those still choosing are a prefix.
     """
     if not len(topic):
         return np.zeros(0, np.int64)
@@ -214,49 +215,47 @@ def greedy_ideal(topic: np.ndarray, row: np.ndarray, col: np.ndarray, alpha: flo
     # a document's pattern: the bits of its subtopic columns, 63 to an int64 word
     words = np.zeros((n_docs, int(col.max(initial=0)) // 63 + 1), np.int64)
     np.add.at(words, (doc, col // 63), np.left_shift(1, col % 63, dtype=np.int64))
-    by_pattern = row_order(doc_topic, *words.T, np.arange(n_docs))   # documents by topic and pattern, then row
-    keys = np.column_stack([doc_topic, words])[by_pattern]
-    new = np.r_[True, (keys[1:] != keys[:-1]).any(axis=1)]
-    following = np.empty(n_docs, np.int64)                   # the pattern's next document after each
-    following[by_pattern] = np.where(np.r_[new[1:], True], n_docs, np.r_[by_pattern[1:], 0])
-    first = by_pattern[new]                                  # each pattern's first document
-    pattern_topic = keys[new, 0]
-    n_topics = int(topic.max(initial=-1)) + 1
-    n_cols = np.zeros(n_topics, np.int64)
-    np.maximum.at(n_cols, topic, col + 1)
-    size = np.bincount(doc_topic, minlength=n_topics)
-    n_patterns = np.bincount(pattern_topic, minlength=n_topics)
-    first_pattern = np.searchsorted(pattern_topic, np.arange(n_topics))
-    subtopic = np.arange(n_cols.max(initial=0))
-    bits = (keys[new][:, 1 + subtopic // 63] >> (subtopic % 63)) & 1    # [patterns, subtopics]
+    by_words = row_order(*words.T)
+    new = np.r_[True, (words[by_words][1:] != words[by_words][:-1]).any(axis=1)]
+    pattern = np.empty(n_docs, np.int64)
+    pattern[by_words] = np.cumsum(new) - 1
+    subtopic = np.arange(int(col.max()) + 1)
+    bits = ((words[by_words[new]][:, subtopic // 63] >> (subtopic % 63)) & 1).astype(np.float64).T  # [S, patterns]
+    by_pattern = row_order(doc_topic, pattern, np.arange(n_docs))   # documents by topic, pattern, row
+    group = np.r_[True, (doc_topic[by_pattern][1:] != doc_topic[by_pattern][:-1])
+                  | (pattern[by_pattern][1:] != pattern[by_pattern][:-1])]
+    following = np.empty(n_docs, np.int64)                   # the next document of the same topic and pattern
+    following[by_pattern] = np.where(np.r_[group[1:], True], n_docs, np.r_[by_pattern[1:], 0])
+    first = by_pattern[group]                                # each (topic, pattern)'s first document
+    size = np.bincount(doc_topic)
 
     doc_rank = np.zeros(n_docs, np.int64)
     by_size = np.argsort(-size, kind="stable")
-    done = 0
-    while done < n_topics and size[by_size[done]] > 0:
-        block = by_size[done:done + max(1, 2**20 // int(size[by_size[done]] * n_cols.max()))]  # [b, P, S] small
-        done += len(block)
-        slot = np.arange(n_patterns[block].max())
-        exists = slot < n_patterns[block][:, None]                          # [b, P]
-        pattern = np.where(exists, first_pattern[block][:, None] + slot, 0)
-        rel_t = np.where(exists[:, None, :], bits[pattern].transpose(0, 2, 1)[:, :n_cols[block].max()], 0)
-        rel_t = rel_t.astype(np.float64)                                    # [b, S, P] 0/1
-        shrink = np.where(rel_t > 0, 1.0 - alpha, 1.0).transpose(0, 2, 1)   # [b, P, S]
-        nxt = np.where(exists, first[pattern], n_docs)                      # each pattern's next document
-        weight = np.ones((len(block), 1, rel_t.shape[1]))                  # (1 - alpha) ** c_s
+    rows = max(1, 2**20 // max(bits.shape))                  # [topics, patterns] and [topics, subtopics] blocks
+    for lo in range(0, int(np.count_nonzero(size)), rows):
+        block = by_size[lo:lo + rows]
+        local = np.full(len(size), -1)
+        local[block] = np.arange(len(block))
+        mine = local[doc_topic[first]] >= 0
+        used, slot = np.unique(pattern[first[mine]], return_inverse=True)
+        nxt = np.full((len(block), len(used)), n_docs)       # each pattern's next document, n_docs: none left
+        nxt[local[doc_topic[first[mine]]], slot] = first[mine]
+        relevant = bits[:, used]                              # [subtopics, patterns] 0/1
+        shrink = np.where(relevant.T > 0, 1.0 - alpha, 1.0)   # [patterns, subtopics]
+        weight = np.ones((len(block), len(subtopic)))         # (1 - alpha) ** c_s per topic and subtopic
         m = size[block]
         ranks = int(m[0]) if depth is None else min(depth, int(m[0]))
         active = np.searchsorted(-m, -np.arange(ranks), side="left")      # topics with more than r documents
         chosen = np.zeros((len(block), ranks), np.int64)
-        lists = np.arange(len(block))
+        slots = np.arange(len(block)) * len(used)             # a topic's first slot in nxt.flat
         for r, a in enumerate(active):
-            gain = (weight[:a] @ rel_t[:a])[:, 0, :]
+            gain = weight[:a] @ relevant
             gain[nxt[:a] == n_docs] = -1.0
             tied = gain == gain.max(axis=1, keepdims=True)
-            best = (lists[:a], np.where(tied, nxt[:a], n_docs).argmin(axis=1))   # the earliest document of the best
-            chosen[:a, r] = pick = nxt[best]
-            nxt[best] = following[pick]
-            weight[:a, 0] *= shrink[best]
+            best = np.where(tied, nxt[:a], n_docs).argmin(axis=1)          # the earliest document of the best
+            chosen[:a, r] = pick = nxt.flat[slots[:a] + best]
+            nxt.flat[slots[:a] + best] = following[pick]
+            weight[:a] *= shrink[best]
         taken = np.arange(ranks) < m[:, None]
         doc_rank[chosen[taken]] = np.nonzero(taken)[1] + 1
     return doc_rank[doc]

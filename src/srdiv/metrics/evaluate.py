@@ -20,6 +20,7 @@ from typing import Iterable, NamedTuple
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from srdiv.metrics.diversity import ALPHA, BETA, CUTOFFS, IdealValues, greedy_ideal, official_metrics, row_order
 from srdiv.metrics.runs import rank_run, text_codes
@@ -121,11 +122,13 @@ class DiversityEvaluator:
         with ``qids``, a qid not among them is one; ``ties``: equal scores without ranks).
         Memory grows with the run, not with topics x depth x subtopics.
         """
-        ranking = rank_run(run, path, qids, self.docnos, ties)
+        ranking = rank_run(run, path, qids, ties)
         topic = pd.Index(self.qids).get_indexer(ranking.qids)[ranking.topic]   # -1: not judged
+        doc = pc.index_in(ranking.docnos, value_set=self.docnos).to_numpy(zero_copy_only=False)
+        doc = np.nan_to_num(doc, nan=-1).astype(np.int64)[ranking.doc]   # -1: relevant to nothing
         depth = int(ranking.rank[topic >= 0].max(initial=0))
-        judged = np.flatnonzero((topic >= 0) & (ranking.doc < len(self.docnos)))
-        key = topic[judged] * len(self.docnos) + ranking.doc[judged]
+        judged = np.flatnonzero((topic >= 0) & (doc >= 0))
+        key = topic[judged] * len(self.docnos) + doc[judged]
         pair = np.minimum(np.searchsorted(self.pairs, key), max(len(self.pairs) - 1, 0))
         hit = judged[self.pairs[pair] == key] if len(self.pairs) else judged[:0]
         pair = pair[self.pairs[pair] == key] if len(self.pairs) else pair[:0]

@@ -145,23 +145,22 @@ class Ranking(NamedTuple):
 
     topic: np.ndarray    # code of the row's qid: qids[code]
     qids: pd.Index       # the run's qids, by first appearance
-    doc: np.ndarray      # code of the row's docno (text_codes with the docnos given to rank_run)
+    doc: np.ndarray      # code of the row's docno: docnos[code]
+    docnos: pa.Array     # the run's docnos, by first appearance
     rank: np.ndarray     # the row's rank from 1 within its qid, in ndeval's order
     order: np.ndarray    # the rows in ndeval's order: topics by first appearance, then rank
 
 
-def text_codes(values: pd.Series, known: pa.Array | None = None, sort: bool = False) -> tuple[np.ndarray, pa.Array]:
-    """``(codes [rows], distinct texts)`` of ``values`` as text, one hash pass in Arrow (as ``pd.factorize``).
+def text_codes(values: pd.Series, sort: bool = False) -> tuple[np.ndarray, pa.Array]:
+    """``(codes [rows], distinct texts)`` of ``values`` as text, as ``pd.factorize`` (one hash pass in Arrow).
 
-    Equal texts share a code, numbered by first appearance after ``known`` (distinct texts, large_string),
-    which take the codes ``0 .. len(known) - 1``: a value is among them exactly where its code is below
-    that. ``sort`` numbers the texts in byte (code point) order instead, as ``strcmp`` orders them.
+    Equal texts share a code, numbered by first appearance, or with ``sort`` in byte (code point)
+    order, as ``strcmp`` orders them.
     """
     text = pa.array(values.astype(str))
     text = (text.combine_chunks() if isinstance(text, pa.ChunkedArray) else text).cast(pa.large_string())
-    skip = 0 if known is None else len(known)
-    encoded = pc.dictionary_encode(pa.concat_arrays([known, text]) if skip else text, null_encoding="encode")
-    codes, uniques = encoded.indices.to_numpy()[skip:].astype(np.int64), encoded.dictionary
+    encoded = pc.dictionary_encode(text, null_encoding="encode")
+    codes, uniques = encoded.indices.to_numpy().astype(np.int64), encoded.dictionary
     if sort:
         position = text_order(uniques)
         codes, uniques = position[codes], uniques.take(np.argsort(position))
@@ -176,14 +175,13 @@ def text_order(texts: pa.Array) -> np.ndarray:
 
 
 def rank_run(run: pd.DataFrame, path: str | os.PathLike = "<run>", qids: Iterable[str] | None = None,
-             docnos: pa.Array | None = None, ties: str = "ndeval") -> Ranking:
+             ties: str = "ndeval") -> Ranking:
     """Check a run and find ndeval's order (see module docstring), in vectorised passes over codes.
 
     Checks, each failing with :class:`InputError` at the run's first bad row: at least one row; finite
     scores and integer ranks; with ``qids``, every ``qid`` among them (the collection's topics); a
     ``docno`` at most once per ``qid``; when ranks order the run, a rank at most once per ``qid``.
-    ``docnos`` (distinct) take the first docno codes (:func:`text_codes`). ``ties`` (a key of
-    :data:`TIES`): the docno order of equal scores in a run without ranks.
+    ``ties`` (a key of :data:`TIES`): the docno order of equal scores in a run without ranks.
     """
     if ties not in TIES:
         raise ValueError(f"ties must be one of {', '.join(TIES)}, got {ties!r}")
@@ -192,17 +190,17 @@ def rank_run(run: pd.DataFrame, path: str | os.PathLike = "<run>", qids: Iterabl
     numbers = {column: parse_numbers(run, column, path, integer=column == "rank").to_numpy()
                for column in ("rank", "score") if column in run}
     topic, topics = text_codes(run["qid"])
-    topics = pd.Index(topics.to_pandas())
     if qids is not None:
-        _fail_at_first(run, path, ~topics.isin(set(qids))[topic],
+        known = pc.is_in(topics, value_set=pa.array(list(qids), pa.large_string())).to_numpy(zero_copy_only=False)
+        _fail_at_first(run, path, ~known[topic],
                        lambda i: f"qid '{run['qid'].iloc[i]}' is not a topic of the collection")
-    doc, docno_texts = text_codes(run["docno"], docnos)
+    doc, docnos = text_codes(run["docno"])
     _fail_at_first(run, path, pd.Series(topic * (int(doc.max()) + 1) + doc).duplicated().to_numpy(),
                    lambda i: f"docno '{run['docno'].iloc[i]}' appears twice for qid '{run['qid'].iloc[i]}'")
     if "rank" in numbers:
         keys = (numbers["rank"], topic)
     else:
-        by_docno = text_order(docno_texts)[doc]
+        by_docno = text_order(docnos)[doc]
         keys = (-by_docno if ties == "ndeval" else by_docno, -numbers["score"], topic)
     order = np.arange(len(run)) if _in_lexsort_order(keys) else np.lexsort(keys)
     sorted_topic = topic[order]
@@ -215,7 +213,7 @@ def rank_run(run: pd.DataFrame, path: str | os.PathLike = "<run>", qids: Iterabl
                        lambda i: f"rank '{run['rank'].iloc[i]}' appears twice for qid '{run['qid'].iloc[i]}'")
     rank = np.empty(len(run), np.int64)
     rank[order] = within_group(sorted_topic) + 1
-    return Ranking(topic, topics, doc, rank, order)
+    return Ranking(topic, pd.Index(topics.to_pandas()), doc, docnos, rank, order)
 
 
 def _fail_at_first(run: pd.DataFrame, path: str | os.PathLike, bad: np.ndarray, message: Callable[[int], str]) -> None:
