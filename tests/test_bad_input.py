@@ -186,6 +186,33 @@ def test_trec_run_round_trip(tmp_path):
     assert not (tmp_path / "bad.txt").exists()
 
 
+def test_run_file_fields_split_on_any_blanks_and_line_end(tmp_path):
+    # tabs, runs of blanks, leading and trailing blanks, \r\n, a lone \r and no final line end (as C's isspace)
+    (tmp_path / "run.txt").write_bytes(b"51 Q0 docA 1 3.5 t\r\n\n  51\tQ0  d\xc3\xb3cB 2 2.5e0 t  \r1 Q0 docC 1 1 t")
+    from srdiv.metrics.runs import read_trec_run
+    run = read_trec_run(tmp_path / "run.txt")
+    assert list(run["qid"]) == ["51", "51", "1"] and list(run["docno"]) == ["docA", "d\u00f3cB", "docC"]
+    assert list(run["rank"]) == [1, 2, 1] and list(run["score"]) == [3.5, 2.5, 1.0] and list(run["line"]) == [1, 3, 4]
+    (tmp_path / "bad.txt").write_bytes(b"51 Q0 docA 1 3.5 t\r\n\r\n51 Q0 docB 2\t2.5 t x\n")
+    with pytest.raises(InputError, match=r"bad.txt:3: expected 6 fields .*found 7"):
+        read_trec_run(tmp_path / "bad.txt")
+    (tmp_path / "bad.txt").write_bytes(b"51 Q0 docA 1 3.5 t\n51 Q0 doc\xff 2 2.5 t\n")
+    with pytest.raises(InputError, match="not a text file"):
+        read_trec_run(tmp_path / "bad.txt")
+
+
+@pytest.mark.parametrize("bad", [0, 1, 499, 998, 999])
+def test_the_first_bad_number_of_a_long_run_is_named(tmp_path, bad):
+    lines = [f"1 Q0 d{i} {i + 1} {-i / 7} t" for i in range(1000)]
+    lines[bad] = f"1 Q0 d{bad} {bad + 1} 0x1F t"
+    lines[(bad + 300) % 1000] = f"1 Q0 d{bad} {bad + 1} nope t"    # a later one is not named
+    (tmp_path / "run.txt").write_text("\n".join(lines) + "\n")
+    first = min(bad, (bad + 300) % 1000)
+    value = "0x1F" if first == bad else "nope"
+    with pytest.raises(InputError, match=rf"run.txt:{first + 1}: score '{value}' is not a finite number"):
+        read_run(tmp_path / "run.txt")
+
+
 # ------------------------------------------------------------------ values that do not fit (rule: check before narrowing)
 
 

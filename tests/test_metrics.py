@@ -173,6 +173,17 @@ def test_ideal_ranking_is_the_greedy_batched():
     assert np.array_equal(ideal_ranking(labels, depth=3), order[:, :3])
 
 
+@pytest.mark.parametrize("block", [2**20, 40])
+def test_ideal_ranking_in_blocks_of_topics_and_with_wide_patterns(monkeypatch, block):
+    from srdiv.metrics import diversity
+
+    monkeypatch.setattr(diversity, "BLOCK", block)        # 40: the greedy runs over several blocks of topics
+    labels, _ = random_lists(4, n_lists=30, max_docs=8, max_subtopics=70)   # patterns of two int64 words
+    order = ideal_ranking(labels)
+    for i in range(len(labels)):
+        assert list(order[i]) == reference_greedy(labels[i])
+
+
 def test_ideal_ranking_against_brute_force():
     labels, n_docs = random_lists(1, n_lists=60)
     greedy = np.cumsum(alpha_dcg_gains(rank_labels(labels, ideal_ranking(labels))), axis=1)

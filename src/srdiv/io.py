@@ -30,16 +30,16 @@ def first_misfit(values, integer: bool, low: float = -np.inf, high: float = np.i
     """Position of the first value that is not a finite number (a whole one when ``integer``) in
     ``[low, high]``, or None: the check before a value is narrowed to a smaller type."""
     array = np.asarray(values)
-    if array.dtype.kind in "iuf":   # already numbers: no per-value parsing
-        numbers = array.astype(np.float64)
+    if array.dtype.kind in "iu":    # whole numbers already: only the range to check
+        ok = (array >= low) & (array <= high)
     else:
-        numbers = pd.to_numeric(pd.Series(values, dtype=object), errors="coerce").to_numpy(np.float64, na_value=np.nan)
-    ok = np.isfinite(numbers)
-    if integer:
-        ok[ok] = numbers[ok] == np.round(numbers[ok])
-    ok[ok] = (numbers[ok] >= low) & (numbers[ok] <= high)
-    bad = np.flatnonzero(~ok)
-    return int(bad[0]) if bad.size else None
+        numbers = (array.astype(np.float64, copy=False) if array.dtype.kind == "f" else   # no per-value parsing
+                   pd.to_numeric(pd.Series(values, dtype=object), errors="coerce").to_numpy(np.float64, na_value=np.nan))
+        with np.errstate(invalid="ignore"):
+            ok = np.isfinite(numbers) & (numbers >= low) & (numbers <= high)
+            if integer:
+                ok &= numbers == np.round(numbers)
+    return None if ok.all() else int(np.argmin(ok))
 
 
 def _fresh_temp(path: Path, directory: bool = False) -> Path:

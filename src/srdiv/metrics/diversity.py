@@ -45,6 +45,8 @@ import numpy as np
 ALPHA = 0.5
 BETA = 0.5
 CUTOFFS = (5, 10, 20)
+BLOCK = 2**20
+"""Entries of the largest array a batched step holds (topics x patterns, NRBP's topics x depth)."""
 CANDIDATE_NDCG = "alpha_nDCG_cand@20"
 """Name of DSSA's training metric (:func:`alpha_ndcg_candidates`); never an official number."""
 
@@ -219,8 +221,7 @@ def greedy_ideal(topic: np.ndarray, row: np.ndarray, col: np.ndarray, alpha: flo
     new = np.r_[True, (words[by_words][1:] != words[by_words][:-1]).any(axis=1)]
     pattern = np.empty(n_docs, np.int64)
     pattern[by_words] = np.cumsum(new) - 1
-    subtopic = np.arange(int(col.max()) + 1)
-    bits = ((words[by_words[new]][:, subtopic // 63] >> (subtopic % 63)) & 1).astype(np.float64).T  # [S, patterns]
+    pattern_words = words[by_words[new]]
     by_pattern = row_order(doc_topic, pattern, np.arange(n_docs))   # documents by topic, pattern, row
     group = np.r_[True, (doc_topic[by_pattern][1:] != doc_topic[by_pattern][:-1])
                   | (pattern[by_pattern][1:] != pattern[by_pattern][:-1])]
@@ -228,34 +229,40 @@ def greedy_ideal(topic: np.ndarray, row: np.ndarray, col: np.ndarray, alpha: flo
     following[by_pattern] = np.where(np.r_[group[1:], True], n_docs, np.r_[by_pattern[1:], 0])
     first = by_pattern[group]                                # each (topic, pattern)'s first document
     size = np.bincount(doc_topic)
+    closes = np.where(following < n_docs, 0.0, -np.inf)      # added to a pattern's gain once it has no document left
 
     doc_rank = np.zeros(n_docs, np.int64)
     by_size = np.argsort(-size, kind="stable")
-    rows = max(1, 2**20 // max(bits.shape))                  # [topics, patterns] and [topics, subtopics] blocks
+    rows = max(1, BLOCK // max(len(pattern_words), int(col.max()) + 1))   # blocks of [topics, patterns or subtopics]
     for lo in range(0, int(np.count_nonzero(size)), rows):
         block = by_size[lo:lo + rows]
         local = np.full(len(size), -1)
         local[block] = np.arange(len(block))
         mine = local[doc_topic[first]] >= 0
         used, slot = np.unique(pattern[first[mine]], return_inverse=True)
-        nxt = np.full((len(block), len(used)), n_docs)       # each pattern's next document, n_docs: none left
+        nxt = np.full((len(block), len(used)), n_docs)       # each pattern's next document
         nxt[local[doc_topic[first[mine]]], slot] = first[mine]
-        relevant = bits[:, used]                              # [subtopics, patterns] 0/1
+        closed = np.where(nxt < n_docs, 0.0, -np.inf)
+        subtopic = np.arange(int(col[local[topic] >= 0].max()) + 1)
+        relevant = ((pattern_words[used][:, subtopic // 63] >> (subtopic % 63)) & 1).T.astype(np.float64)  # [S, P]
         shrink = np.where(relevant.T > 0, 1.0 - alpha, 1.0)   # [patterns, subtopics]
         weight = np.ones((len(block), len(subtopic)))         # (1 - alpha) ** c_s per topic and subtopic
         m = size[block]
         ranks = int(m[0]) if depth is None else min(depth, int(m[0]))
         active = np.searchsorted(-m, -np.arange(ranks), side="left")      # topics with more than r documents
         chosen = np.zeros((len(block), ranks), np.int64)
-        slots = np.arange(len(block)) * len(used)             # a topic's first slot in nxt.flat
+        lists = np.arange(len(block))
+        slots = lists * len(used)                             # a topic's first slot in nxt.flat
         for r, a in enumerate(active):
             gain = weight[:a] @ relevant
-            gain[nxt[:a] == n_docs] = -1.0
-            tied = gain == gain.max(axis=1, keepdims=True)
-            best = np.where(tied, nxt[:a], n_docs).argmin(axis=1)          # the earliest document of the best
-            chosen[:a, r] = pick = nxt.flat[slots[:a] + best]
-            nxt.flat[slots[:a] + best] = following[pick]
-            weight[:a] *= shrink[best]
+            gain += closed[:a]
+            top = gain[lists[:a], gain.argmax(axis=1)]
+            best = np.where(gain == top[:, None], nxt[:a], n_docs).argmin(axis=1)   # the earliest document of the best
+            where = slots[:a] + best
+            chosen[:a, r] = pick = nxt.take(where)
+            nxt.put(where, following.take(pick))
+            closed.put(where, closes.take(pick))
+            weight[:a] *= shrink.take(best, axis=0)
         taken = np.arange(ranks) < m[:, None]
         doc_rank[chosen[taken]] = np.nonzero(taken)[1] + 1
     return doc_rank[doc]
@@ -331,7 +338,7 @@ def _gain_sums(t: np.ndarray, r: np.ndarray, gain: np.ndarray, depth: int, n_top
         err[k] = np.bincount(t[top], weights=err_gain[top], minlength=n_topics)
     powers = beta ** np.arange(depth)
     total = np.zeros(n_topics)
-    rows = max(1, 2**20 // max(depth, 1))  # padded rows summed a block at a time, as the dense row is summed
+    rows = max(1, BLOCK // max(depth, 1))  # padded rows summed a block at a time, as the dense row is summed
     for lo in range(0, n_topics, rows):
         block = (t >= lo) & (t < lo + rows)
         if block.any():

@@ -23,7 +23,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from srdiv.metrics.diversity import ALPHA, BETA, CUTOFFS, IdealValues, greedy_ideal, official_metrics, row_order
-from srdiv.metrics.runs import rank_run, text_codes
+from srdiv.metrics.runs import arrow_text, rank_run, text_codes
 
 CUTOFF_FAMILIES = ("alpha_nDCG", "ERR_IA", "nERR_IA", "P_IA", "StRecall")
 WHOLE_LIST = ("NRBP", "nNRBP")
@@ -63,8 +63,9 @@ def qrels_labels(qrels: pd.DataFrame) -> QrelsLabels:
     sorted by topic, subtopic, document; every judged topic counts, even one without a relevant label."""
     topic, qids = text_codes(qrels["qid"])
     keep = qrels["rel"].to_numpy() > 0
-    sid = text_codes(qrels["sid"][keep], sort=True)[0]
-    doc, docnos = text_codes(qrels["docno"][keep], sort=True)
+    relevant = pa.table({"sid": arrow_text(qrels["sid"]), "docno": arrow_text(qrels["docno"])}).filter(keep)
+    sid = text_codes(relevant["sid"], sort=True)[0]
+    doc, docnos = text_codes(relevant["docno"], sort=True)
     topic, sid, doc = _unique_rows(topic[keep], sid, doc)
     new_pair = np.r_[True, (topic[1:] != topic[:-1]) | (sid[1:] != sid[:-1])] if len(topic) else topic > 0
     pair = np.cumsum(new_pair) - 1    # (topic, subtopic) pairs in order; col counts them within the topic

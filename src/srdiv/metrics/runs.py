@@ -37,6 +37,7 @@ RUN_FILE = "run.txt"
 
 BLANKS = " \t\n\v\f\r"
 """What separates the fields of a TREC line: C's ``isspace``, as ndeval and trec_eval split a line."""
+_IS_BLANK = bytes(c in BLANKS.encode() for c in range(256))
 
 
 def read_fields(path: str | os.PathLike, names: tuple[str, ...], keep: tuple[str, ...] | None = None) -> pd.DataFrame:
@@ -52,11 +53,11 @@ def read_fields(path: str | os.PathLike, names: tuple[str, ...], keep: tuple[str
         raise InputError(path, "file not found")
     data = path.read_bytes()
     try:
-        data.decode("utf-8")
+        data.isascii() or data.decode("utf-8")
     except UnicodeDecodeError as err:
         raise InputError(path, f"not a text file ({err.reason})") from None
     byte = np.frombuffer(data, np.uint8)
-    blank = (byte == ord(" ")) | (np.subtract(byte, 9, dtype=np.uint8) < 5)   # \t \n \v \f \r are 9 to 13
+    blank = np.frombuffer(data.translate(_IS_BLANK), bool)
     start = np.flatnonzero(blank[:-1] > blank[1:]) + 1                          # each field's first byte
     if len(byte) and not blank[0]:
         start = np.r_[0, start]
@@ -151,16 +152,21 @@ class Ranking(NamedTuple):
     order: np.ndarray    # the rows in ndeval's order: topics by first appearance, then rank
 
 
-def text_codes(values: pd.Series, sort: bool = False) -> tuple[np.ndarray, pa.Array]:
+def arrow_text(values: pd.Series) -> pa.ChunkedArray:
+    """``values`` as Arrow text (large_string), without a copy where pandas holds them in Arrow."""
+    return pa.chunked_array(pa.array(values.astype(str))).cast(pa.large_string())
+
+
+def text_codes(values: pd.Series | pa.ChunkedArray, sort: bool = False) -> tuple[np.ndarray, pa.Array]:
     """``(codes [rows], distinct texts)`` of ``values`` as text, as ``pd.factorize`` (one hash pass in Arrow).
 
     Equal texts share a code, numbered by first appearance, or with ``sort`` in byte (code point)
     order, as ``strcmp`` orders them.
     """
-    text = pa.array(values.astype(str))
-    text = (text.combine_chunks() if isinstance(text, pa.ChunkedArray) else text).cast(pa.large_string())
-    encoded = pc.dictionary_encode(text, null_encoding="encode")
-    codes, uniques = encoded.indices.to_numpy().astype(np.int64), encoded.dictionary
+    text = values if isinstance(values, pa.ChunkedArray) else arrow_text(values)
+    encoded = pc.dictionary_encode(text, null_encoding="encode").chunks   # one dictionary for every chunk
+    codes = np.concatenate([np.zeros(0, np.int64)] + [chunk.indices.to_numpy() for chunk in encoded]).astype(np.int64)
+    uniques = encoded[-1].dictionary if encoded else pa.array([], pa.large_string())
     if sort:
         position = text_order(uniques)
         codes, uniques = position[codes], uniques.take(np.argsort(position))
