@@ -41,6 +41,8 @@ def assert_fails(code: int, err: str, where: str, why: str) -> None:
 
 @pytest.mark.parametrize("text, where, why", [
     (GOOD_RUN + "1 Q0 docD 2 0.5\n", "run.txt:4", "expected 6 fields"),
+    (GOOD_RUN + "1  docD 2 0.5 t\n", "run.txt:4", "expected 6 fields (qid Q0 docno rank score tag), found 5"),
+    (GOOD_RUN + "1 Q0 docD 2 0.5 t \n1 Q0 docE 3 0.5 t x\n", "run.txt:5", "found 7"),
     (GOOD_RUN + "1 Q0 docD 2 high t\n", "run.txt:4", "score 'high' is not a finite number"),
     (GOOD_RUN + "1 Q0 docD two 0.5 t\n", "run.txt:4", "rank 'two' is not an integer"),
     (GOOD_RUN + "999 Q0 docD 1 0.5 t\n", "run.txt:4", "qid '999' is not a topic"),

@@ -22,6 +22,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.csv as pa_csv
 
 from srdiv.io import InputError, atomic_path, first_misfit, read_parquet
 
@@ -45,8 +46,9 @@ def read_fields(path: str | os.PathLike, names: tuple[str, ...], keep: tuple[str
 
     Lines end at ``\\n``, ``\\r\\n`` or ``\\r``; fields are separated by :data:`BLANKS`. Blank lines are
     skipped; a line with another number of fields than ``names``, or a file without any field, raises
-    :class:`InputError` naming the file and line. The file is split on its bytes with numpy and
-    its fields cut out by Arrow, with no Python work per line.
+    :class:`InputError` naming the file and line. No Python work per line: a file whose fields are
+    separated by single spaces, one line each (what TREC tools write), is read by Arrow's CSV reader;
+    any other, or one that reader refuses, is split on its bytes with numpy (which names the line).
     """
     path = Path(path)
     if not path.exists():
@@ -56,6 +58,22 @@ def read_fields(path: str | os.PathLike, names: tuple[str, ...], keep: tuple[str
         data.isascii() or data.decode("utf-8")
     except UnicodeDecodeError as err:
         raise InputError(path, f"not a text file ({err.reason})") from None
+    keep = keep or names
+    if not any(blank in data for blank in (b"\t", b"\r", b"\v", b"\f")):
+        try:   # a line of another width is refused; a run of spaces or a blank line gives an empty field
+            table = pa_csv.read_csv(
+                pa.py_buffer(data),
+                read_options=pa_csv.ReadOptions(column_names=list(names), use_threads=False),
+                parse_options=pa_csv.ParseOptions(delimiter=" ", quote_char=False, escape_char=False,
+                                                  double_quote=False, ignore_empty_lines=False),
+                convert_options=pa_csv.ConvertOptions(column_types={name: pa.large_string() for name in names},
+                                                      strings_can_be_null=False))
+            if table.num_rows and all(pc.min(pc.binary_length(column)).as_py() > 0 for column in table.columns):
+                frame = table.select(list(keep)).to_pandas()
+                frame["line"] = np.arange(1, len(frame) + 1)
+                return frame
+        except pa.ArrowInvalid:
+            pass
     byte = np.frombuffer(data, np.uint8)
     blank = np.frombuffer(data.translate(_IS_BLANK), bool)
     start = np.flatnonzero(blank[:-1] > blank[1:]) + 1                          # each field's first byte
@@ -76,7 +94,7 @@ def read_fields(path: str | os.PathLike, names: tuple[str, ...], keep: tuple[str
                                               pa.py_buffer(data))
     frame = pd.DataFrame({name: pc.utf8_rtrim(fields.take(np.arange(names.index(name), len(start), len(names))),
                                               characters=BLANKS).to_pandas()
-                          for name in (keep or names)})
+                          for name in keep})
     frame["line"] = np.flatnonzero(count) + 1
     return frame
 
