@@ -61,12 +61,14 @@ class QrelsLabels(NamedTuple):
 def qrels_labels(qrels: pd.DataFrame) -> QrelsLabels:
     """One label per relevant (topic, document, subtopic) of ``qrels`` (``qid, sid, docno, rel``),
     sorted by topic, subtopic, document; every judged topic counts, even one without a relevant label."""
-    topic, qids = text_codes(qrels["qid"])
-    keep = qrels["rel"].to_numpy() > 0
-    relevant = pa.table({"sid": arrow_text(qrels["sid"]), "docno": arrow_text(qrels["docno"])}).filter(keep)
+    qid = arrow_text(qrels["qid"])
+    qids = pc.unique(qid)                                   # in qrels order
+    relevant = pa.table({"qid": qid, "sid": arrow_text(qrels["sid"]), "docno": arrow_text(qrels["docno"])})
+    relevant = relevant.filter(qrels["rel"].to_numpy() > 0)
+    topic = pc.index_in(relevant["qid"], value_set=qids).to_numpy(zero_copy_only=False).astype(np.int64)
     sid = text_codes(relevant["sid"], sort=True)[0]
     doc, docnos = text_codes(relevant["docno"], sort=True)
-    topic, sid, doc = _unique_rows(topic[keep], sid, doc)
+    topic, sid, doc = _unique_rows(topic, sid, doc)
     new_pair = np.r_[True, (topic[1:] != topic[:-1]) | (sid[1:] != sid[:-1])] if len(topic) else topic > 0
     pair = np.cumsum(new_pair) - 1    # (topic, subtopic) pairs in order; col counts them within the topic
     col = pair - np.maximum.accumulate(np.where(np.r_[True, topic[1:] != topic[:-1]], pair, 0)) if len(topic) else pair
@@ -103,6 +105,7 @@ class DiversityEvaluator:
         self.alpha, self.beta = alpha, beta
         labels = qrels_labels(qrels)
         self.qids, self.docnos = labels.qids, labels.docnos
+        self.topics = pa.array(self.qids, pa.large_string())
         # ties go to the greatest docno: rows by docno descending
         rank = greedy_ideal(labels.topic, len(self.docnos) - 1 - labels.doc, labels.col, alpha)
         self.ideal = IdealValues(labels.topic, rank, labels.col, labels.n_subtopics, alpha, beta, self.cutoffs)
@@ -124,9 +127,8 @@ class DiversityEvaluator:
         Memory grows with the run, not with topics x depth x subtopics.
         """
         ranking = rank_run(run, path, qids, ties)
-        topic = pd.Index(self.qids).get_indexer(ranking.qids)[ranking.topic]   # -1: not judged
-        doc = pc.index_in(ranking.docnos, value_set=self.docnos).to_numpy(zero_copy_only=False)
-        doc = np.nan_to_num(doc, nan=-1).astype(np.int64)[ranking.doc]   # -1: relevant to nothing
+        topic = _positions(ranking.qids, self.topics)[ranking.topic]      # -1: not judged
+        doc = _positions(ranking.docnos, self.docnos)[ranking.doc]        # -1: relevant to nothing
         depth = int(ranking.rank[topic >= 0].max(initial=0))
         judged = np.flatnonzero((topic >= 0) & (doc >= 0))
         key = topic[judged] * len(self.docnos) + doc[judged]
@@ -140,10 +142,15 @@ class DiversityEvaluator:
         values = official_metrics(self.label_topic[label], rank, self.label_col[label], depth, self.ideal,
                                   self.alpha, self.beta, self.cutoffs)
         return pd.DataFrame({
-            "qid": np.repeat(np.array(self.qids, dtype=object), len(self.measures)),
-            "measure": np.tile(np.array(self.measures, dtype=object), len(self.qids)),
+            "qid": self.topics.take(np.repeat(np.arange(len(self.qids)), len(self.measures))).to_pandas(),
+            "measure": pa.array(self.measures * len(self.qids), pa.large_string()).to_pandas(),
             "value": np.stack([values[m] for m in self.measures], axis=1).ravel(),
         })
+
+
+def _positions(values: pa.Array, known: pa.Array) -> np.ndarray:
+    """``[values]`` position of each text among ``known`` (distinct), -1 where it is not one of them."""
+    return pc.fill_null(pc.index_in(values, value_set=known), -1).to_numpy().astype(np.int64)
 
 
 def evaluate_run(run: pd.DataFrame, qrels: pd.DataFrame, measures: list[str] | None = None,

@@ -163,7 +163,7 @@ class Ranking(NamedTuple):
     """A checked run in ndeval's order (:func:`rank_run`); every array is ``[rows]`` in the run's row order."""
 
     topic: np.ndarray    # code of the row's qid: qids[code]
-    qids: pd.Index       # the run's qids, by first appearance
+    qids: pa.Array       # the run's qids, by first appearance
     doc: np.ndarray      # code of the row's docno: docnos[code]
     docnos: pa.Array     # the run's docnos, by first appearance
     rank: np.ndarray     # the row's rank from 1 within its qid, in ndeval's order
@@ -219,8 +219,10 @@ def rank_run(run: pd.DataFrame, path: str | os.PathLike = "<run>", qids: Iterabl
         _fail_at_first(run, path, ~known[topic],
                        lambda i: f"qid '{run['qid'].iloc[i]}' is not a topic of the collection")
     doc, docnos = text_codes(run["docno"])
-    _fail_at_first(run, path, pd.Series(topic * (int(doc.max()) + 1) + doc).duplicated().to_numpy(),
-                   lambda i: f"docno '{run['docno'].iloc[i]}' appears twice for qid '{run['qid'].iloc[i]}'")
+    pair = np.sort(topic * (int(doc.max()) + 1) + doc)
+    if (pair[1:] == pair[:-1]).any():
+        _fail_at_first(run, path, pd.Series(topic * (int(doc.max()) + 1) + doc).duplicated().to_numpy(),
+                       lambda i: f"docno '{run['docno'].iloc[i]}' appears twice for qid '{run['qid'].iloc[i]}'")
     if "rank" in numbers:
         keys = (numbers["rank"], topic)
     else:
@@ -237,7 +239,7 @@ def rank_run(run: pd.DataFrame, path: str | os.PathLike = "<run>", qids: Iterabl
                        lambda i: f"rank '{run['rank'].iloc[i]}' appears twice for qid '{run['qid'].iloc[i]}'")
     rank = np.empty(len(run), np.int64)
     rank[order] = within_group(sorted_topic) + 1
-    return Ranking(topic, pd.Index(topics.to_pandas()), doc, docnos, rank, order)
+    return Ranking(topic, topics, doc, docnos, rank, order)
 
 
 def _fail_at_first(run: pd.DataFrame, path: str | os.PathLike, bad: np.ndarray, message: Callable[[int], str]) -> None:
