@@ -186,16 +186,21 @@ def text_codes(values: pd.Series | pa.ChunkedArray, sort: bool = False) -> tuple
     codes = np.concatenate([np.zeros(0, np.int64)] + [chunk.indices.to_numpy() for chunk in encoded]).astype(np.int64)
     uniques = encoded[-1].dictionary if encoded else pa.array([], pa.large_string())
     if sort:
-        position = text_order(uniques)
-        codes, uniques = position[codes], uniques.take(np.argsort(position))
+        order = pc.array_sort_indices(uniques).to_numpy()
+        codes, uniques = _inverse(order)[codes], uniques.take(order)
     return codes, uniques
 
 
 def text_order(texts: pa.Array) -> np.ndarray:
     """``[texts]`` position of each text in byte (code point) order, as ``strcmp`` orders them."""
-    position = np.empty(len(texts), np.int64)
-    position[pc.array_sort_indices(texts).to_numpy()] = np.arange(len(texts))
-    return position
+    return _inverse(pc.array_sort_indices(texts).to_numpy())
+
+
+def _inverse(permutation: np.ndarray) -> np.ndarray:
+    """The permutation that undoes ``permutation``."""
+    inverse = np.empty(len(permutation), np.int64)
+    inverse[permutation] = np.arange(len(permutation))
+    return inverse
 
 
 def rank_run(run: pd.DataFrame, path: str | os.PathLike = "<run>", qids: Iterable[str] | None = None,
