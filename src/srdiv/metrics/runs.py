@@ -66,8 +66,9 @@ def read_fields(path: str | os.PathLike, names: tuple[str, ...], keep: tuple[str
                 read_options=pa_csv.ReadOptions(column_names=list(names), use_threads=False),
                 parse_options=pa_csv.ParseOptions(delimiter=" ", quote_char=False, escape_char=False,
                                                   double_quote=False, ignore_empty_lines=False),
-                convert_options=pa_csv.ConvertOptions(column_types={name: pa.large_string() for name in names},
-                                                      strings_can_be_null=False))
+                convert_options=pa_csv.ConvertOptions(
+                    column_types={name: pa.large_string() if name in keep else pa.large_binary() for name in names},
+                    strings_can_be_null=False))
             if table.num_rows and all(pc.min(pc.binary_length(column)).as_py() > 0 for column in table.columns):
                 frame = table.select(list(keep)).to_pandas()
                 frame["line"] = np.arange(1, len(frame) + 1)
@@ -300,7 +301,7 @@ def read_trec_run(path: str | os.PathLike) -> pd.DataFrame:
     frame = read_fields(path, TREC_RUN_FIELDS, keep=("qid", "docno", "rank", "score"))
     frame["rank"] = parse_numbers(frame, "rank", path, integer=True)
     frame["score"] = parse_numbers(frame, "score", path, integer=False)
-    return frame[["qid", "docno", "rank", "score", "line"]]
+    return frame
 
 
 def load_run(path: str | os.PathLike, by_score: bool = False) -> pd.DataFrame:
