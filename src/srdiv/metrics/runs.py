@@ -221,13 +221,15 @@ def rank_run(run: pd.DataFrame, path: str | os.PathLike = "<run>", qids: Iterabl
                for column in ("rank", "score") if column in run}
     topic, topics = text_codes(run["qid"])
     if qids is not None:
-        known = pc.is_in(topics, value_set=pa.array(list(qids), pa.large_string())).to_numpy(zero_copy_only=False)
+        known = pc.is_in(topics, value_set=pa.array([str(q) for q in qids], pa.large_string())).to_numpy(
+            zero_copy_only=False)
         _fail_at_first(run, path, ~known[topic],
                        lambda i: f"qid '{run['qid'].iloc[i]}' is not a topic of the collection")
     doc, docnos = text_codes(run["docno"])
-    pair = np.sort(topic * (int(doc.max()) + 1) + doc)
-    if (pair[1:] == pair[:-1]).any():
-        _fail_at_first(run, path, pd.Series(topic * (int(doc.max()) + 1) + doc).duplicated().to_numpy(),
+    pair = topic * (int(doc.max()) + 1) + doc                            # (qid, docno) as one integer
+    ordered = np.sort(pair)
+    if (ordered[1:] == ordered[:-1]).any():                              # then find the first repeat
+        _fail_at_first(run, path, pd.Series(pair).duplicated().to_numpy(),
                        lambda i: f"docno '{run['docno'].iloc[i]}' appears twice for qid '{run['qid'].iloc[i]}'")
     if "rank" in numbers:
         keys = (numbers["rank"], topic)
@@ -244,7 +246,7 @@ def rank_run(run: pd.DataFrame, path: str | os.PathLike = "<run>", qids: Iterabl
         _fail_at_first(run, path, repeat,
                        lambda i: f"rank '{run['rank'].iloc[i]}' appears twice for qid '{run['qid'].iloc[i]}'")
     rank = np.empty(len(run), np.int64)
-    rank[order] = within_group(sorted_topic) + 1
+    rank[order] = _within_group(sorted_topic) + 1
     return Ranking(topic, topics, doc, docnos, rank, order)
 
 
@@ -264,7 +266,7 @@ def _in_lexsort_order(keys: tuple[np.ndarray, ...]) -> bool:
     return bool(ahead.all())
 
 
-def within_group(group: np.ndarray) -> np.ndarray:
+def _within_group(group: np.ndarray) -> np.ndarray:
     """Position of each entry among those of its group (``group`` sorted, or at least grouped)."""
     index = np.arange(len(group))
     if not len(group):
