@@ -10,8 +10,9 @@ topic) and its top 50. For each, in one process, one after the other:
   qrels and builds its ideal rankings each time) on qrels and run already as pyndeval objects;
 * ``srdiv, ideal built once``: ``DiversityEvaluator.evaluate(run frame)`` with the evaluator made before;
 * ``srdiv, ideal built``: the evaluator (ideal rankings) made, then the run frame checked and evaluated;
-* ``srdiv evaluate``: what the command does with one run: that, after the TREC run file is read and
-  checked (``read_run``).
+* ``srdiv evaluate``: what the command does with one run: the TREC run file read (``load_run``), then
+  checked, ordered and evaluated by an evaluator made for it (``DiversityEvaluator(qrels).evaluate(run,
+  path, qids)``).
 
 Both compute the same measures (``MEASURES``: alpha-nDCG, ERR-IA, nERR-IA, P-IA, S-recall @5/10/20,
 NRBP, nNRBP); the values are checked equal (1e-9) before timing. Times are CPU seconds of this process
