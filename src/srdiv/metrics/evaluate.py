@@ -69,24 +69,28 @@ def qrels_labels(qrels: pd.DataFrame) -> QrelsLabels:
     sid = text_codes(relevant["sid"], sort=True)[0]
     doc, docnos = text_codes(relevant["docno"], sort=True)
     topic, sid, doc = _unique_rows(topic, sid, doc)
-    new_pair = np.r_[True, (topic[1:] != topic[:-1]) | (sid[1:] != sid[:-1])] if len(topic) else topic > 0
-    pair = np.cumsum(new_pair) - 1    # (topic, subtopic) pairs in order; col counts them within the topic
-    col = pair - np.maximum.accumulate(np.where(np.r_[True, topic[1:] != topic[:-1]], pair, 0)) if len(topic) else pair
+    new_topic, new_pair = _changes(topic), _changes(topic, sid)
+    pair = np.cumsum(new_pair) - 1                                       # (topic, subtopic) pairs in order
+    col = pair - np.maximum.accumulate(np.where(new_topic, pair, 0))     # a pair's position in its topic
     n_subtopics = np.bincount(topic[new_pair], minlength=len(qids)).astype(np.float64)
     return QrelsLabels(qids.to_pylist(), n_subtopics, docnos, topic, doc, col)
 
 
+def _changes(*columns: np.ndarray) -> np.ndarray:
+    """``[rows]`` whether each row of sorted ``columns`` differs from the row before (the first does)."""
+    new = np.zeros(len(columns[0]), dtype=bool)
+    new[:1] = True
+    for column in columns:
+        new[1:] |= column[1:] != column[:-1]
+    return new
+
+
 def _unique_rows(*columns: np.ndarray) -> tuple[np.ndarray, ...]:
     """The distinct rows of integer ``columns``, sorted by the first column, then the second, ..."""
-    if not len(columns[0]):
-        return columns
     order = row_order(*columns)
-    sorted_cols = [c[order] for c in columns]
-    new = np.zeros(len(order), dtype=bool)
-    new[0] = True
-    for c in sorted_cols:
-        new[1:] |= c[1:] != c[:-1]
-    return tuple(c[new] for c in sorted_cols)
+    sorted_columns = [column[order] for column in columns]
+    new = _changes(*sorted_columns)
+    return tuple(column[new] for column in sorted_columns)
 
 
 class DiversityEvaluator:
@@ -112,7 +116,7 @@ class DiversityEvaluator:
         # the labels grouped by (topic, document), sorted: a run document's labels are found by binary search
         order = row_order(labels.topic, labels.doc, labels.col)
         key = (labels.topic * len(self.docnos) + labels.doc)[order]
-        starts = np.flatnonzero(np.r_[True, key[1:] != key[:-1]]) if len(key) else key
+        starts = np.flatnonzero(_changes(key))
         self.pairs = key[starts]
         self.pair_start, self.pair_count = starts, np.diff(np.r_[starts, len(key)])
         self.label_topic, self.label_col = labels.topic[order], labels.col[order]
