@@ -32,3 +32,9 @@ def test_a_snippet_runs_as_written(page, code):
     for line in done.stdout.splitlines():
         if line.startswith("|"):
             assert line in text, f"{page.name} lacks the printed row {line!r}"
+
+
+def test_the_readme_shows_the_example_overlay_as_it_is():
+    """The README's own-model block is examples/linear-xquad.yaml, which the example's test trains."""
+    example = (ROOT / "examples/linear-xquad.yaml").read_text()
+    assert f"```yaml\n{example}```" in (ROOT / "README.md").read_text()
