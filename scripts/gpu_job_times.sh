@@ -21,6 +21,9 @@
 #   phases.tsv      wall seconds of each phase, its exit status and the jobs it ran
 #   machine.txt     nvidia-smi, CPU model and count, torch version, commit
 #   snakemake-*.log the two Snakemake runs' logs (each job's start and end)
+# CONFIG (overlays after config/main.yaml, as `make run CONFIG=...`) changes the settings, for example
+# scripts/gpu_job_times.yaml, which trains doc2vec with the machine's cores so that phase 1 fits a short
+# lease (the vectors then differ from the committed ones: a timing run, not a result).
 # Needs the pipeline's Python environment (`make install`, or the same packages on PATH) on the GPU
 # machine: it stops in seconds, naming what is missing, if torch, gensim, snakemake or srdiv are not there.
 set -euo pipefail
@@ -41,11 +44,12 @@ EOF
 command -v snakemake >/dev/null && command -v srdiv >/dev/null \
     || { echo "gpu_job_times: snakemake and srdiv must be on PATH"; exit 2; }
 { nvidia-smi; lscpu | grep -E 'Model name|^CPU\(s\)'; python -c 'import sys, torch, numpy; print("python", sys.version.split()[0], "torch", torch.__version__, "numpy", numpy.__version__)'; \
-  git rev-parse HEAD 2>/dev/null || echo "commit: not a git checkout (${SRDIV_COMMIT:-SRDIV_COMMIT not set})"; } \
+  git rev-parse HEAD 2>/dev/null || echo "commit: not a git checkout (${SRDIV_COMMIT:-SRDIV_COMMIT not set})"; \
+  echo "settings: params.yaml config/main.yaml ${CONFIG:-}"; } \
     > "$OUT/machine.txt" 2>&1 || true
 CORES=$(nproc)
 ROWS=$(python -c 'import yaml; print(" ".join(yaml.safe_load(open("config/main.yaml"))["run_models"]))')
-OPTS="--configfile params.yaml config/main.yaml --rerun-incomplete --cores $CORES --resources gpu=1"
+OPTS="--configfile params.yaml config/main.yaml ${CONFIG:-} --rerun-incomplete --cores $CORES --resources gpu=1"
 END=$(( $(date +%s) + ${TIME_LIMIT:-3600} - 15 ))   # 15 s kept to write the times
 left() { local s=$(( END - $(date +%s) )); echo $(( s > 1 ? s : 1 )); }
 
@@ -67,6 +71,7 @@ EOF
     return 0
 }
 
+STARTED=$(date +%s)   # benchmark records older than this (a checkout's committed ones) are not this run's
 printf 'phase\tseconds\texit\tcores\tjobs started\n' > "$OUT/phases.tsv"
 phase "text stages, bundles and fold-1 samples" snakemake-text.log "$(left)" \
     work/wordnet-div/samples/fold1/samples.npz work/wordnet-div/bundle/doc2vec.npz work/wordnet-div/bundle/lda.npz
@@ -77,19 +82,21 @@ else
     phase "the main table (make run)" snakemake-train.log "$(left)"
 fi
 
-python - "$OUT" "$CORES" "$SCOPE" <<'EOF'
+python - "$OUT" "$CORES" "$SCOPE" "$STARTED" <<'EOF'
 import json, sys
 from pathlib import Path
 import pandas as pd
-out, cores, scope = Path(sys.argv[1]), sys.argv[2], sys.argv[3]
+out, cores, scope, started = Path(sys.argv[1]), sys.argv[2], sys.argv[3], float(sys.argv[4])
+def this_run(path):     # written by this run's jobs, not a record that came with the checkout
+    return path.exists() and path.stat().st_mtime >= started
 where = f"gpu_job_times.sh {scope}, --cores {cores} --resources gpu=1 (machine.txt)"
 lines = ["rule\trow\tdevice\tseconds\tsource"]
 bench = Path("benchmarks/wordnet-div")
 for rule in ("embed", "pseudo_docs", "features_relevance", "features_diversity"):
-    if (bench / f"{rule}.tsv").exists():
+    if this_run(bench / f"{rule}.tsv"):
         s = pd.read_csv(bench / f"{rule}.tsv", sep="\t")["s"].iloc[0]
         lines.append(f"{rule}\t*\tcpu\t{s:.1f}\t{where}: Snakemake benchmark wall s")
-samples = sorted((bench / "samples").glob("*.tsv"))
+samples = sorted(f for f in (bench / "samples").glob("*.tsv") if this_run(f))
 if samples:
     s = pd.concat(pd.read_csv(f, sep="\t") for f in samples)["s"].median()
     lines.append(f"samples\t*\tcpu\t{s:.1f}\t{where}: median of {len(samples)} jobs")
@@ -97,7 +104,7 @@ times = {}
 for record in sorted((bench / "train").glob("*-fold*.tsv")):
     row, fold = record.stem.rsplit("-fold", 1)
     timings = Path(f"work/wordnet-div/models/{row}/fold{fold}/timings.json")
-    if not timings.exists():     # stopped by TIME_LIMIT after the benchmark record was opened
+    if not (this_run(record) and this_run(timings)):    # not run here, or stopped by TIME_LIMIT
         continue
     device = "cuda" if json.loads(timings.read_text())["device"].startswith("cuda") else "cpu"
     times.setdefault((row, device), []).append(pd.read_csv(record, sep="\t")["s"].iloc[0])
