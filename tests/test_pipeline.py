@@ -156,6 +156,16 @@ def test_the_bare_command_runs_the_main_table_and_only_cuda_rows_take_the_gpu(in
             assert ("gpu=1" if model in on_gpu else "gpu=0") in resources.split(", "), (rule, wildcards, resources)
 
 
+def test_pseudo_docs_takes_as_many_cores_as_its_inference_processes(in_root, tmp_path):
+    """The pseudo_docs job's threads are ``pseudo_docs.workers`` (one home: params.yaml, else its default)."""
+    overlay = tmp_path / "workers.yaml"
+    overlay.write_text("pseudo_docs: {workers: 3}\n")
+    for files, threads in ((SMOKE, "2"), ([*SMOKE, overlay], "3")):
+        _, log = _dry_run_jobs(["--cores", "8", "--configfile", *map(str, files)])
+        block = log.split("rule pseudo_docs:", 1)[1].split("\n\n", 1)[0]
+        assert f"threads: {threads}" in block, block
+
+
 def test_a_study_trains_and_reports_apart_from_the_main_run(in_root):
     """``study``: models, logs and results under the study's name; text stages and samples shared."""
     env = {**os.environ, "PATH": f"{BIN}:{os.environ['PATH']}"}

@@ -29,7 +29,7 @@ if FEATURES_FROM == "text":
             directory(f"{WORK}/pseudo_docs"),
         params:
             sections=tracked(["seed", "pseudo_docs", "features"]),
-        threads: 2
+        threads: stage_params(config, "pseudo_docs")["workers"]   # its doc2vec inference processes
         log:
             f"{LOGS}/pseudo_docs.log",
         benchmark:
