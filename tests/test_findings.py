@@ -32,3 +32,13 @@ def test_rows_tested_on_other_queries_do_not_compare(tmp_path):
         compare([("one/Y", "one/X")], results=tmp_path)
     same = compare([("one/X", "one/X")], results=tmp_path).splitlines()[2].split("|")
     assert float(same[4]) == 0 and float(same[5]) == 1     # identical rows: p = 1, as the tables say
+
+
+def test_the_share_of_the_oracle_gain_a_row_reaches_with_realistic_aspects(tmp_path):
+    from srdiv.report.findings import gain_shares
+
+    _results(tmp_path, "main", {"Initial": {"1": 0.4, "2": 0.5}, "X": {"1": 0.5, "2": 0.6}, "Y": {"1": 0.3, "2": 0.5}})
+    _results(tmp_path, "oracle", {"X": {"1": 0.6, "2": 0.7}, "Y": {"1": 0.4, "2": 0.4}})
+    lines = gain_shares(["X", "Y"], "main", "oracle", results=tmp_path).splitlines()
+    assert lines[2] == "| X | 0.450 | 0.550 | 0.650 | 0.50 |"        # (0.55 - 0.45) / (0.65 - 0.45)
+    assert lines[3] == "| Y | 0.450 | 0.400 | 0.400 | (no oracle gain) |"

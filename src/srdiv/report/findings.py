@@ -53,5 +53,23 @@ def compare(pairs: list[tuple[str, str]], measure: str = "alpha_nDCG@20", result
     return "\n".join(lines)
 
 
+def gain_shares(rows: list[str], realistic: str, oracle: str, base: str = "Initial",
+                measure: str = "alpha_nDCG@20", results: Path = RESULTS) -> str:
+    """A Markdown table: per row, its mean with the ``realistic`` directory's aspects and with the ``oracle``
+    directory's, each over ``base`` (the shared initial run), and the share of the oracle's gain the
+    realistic aspects reach: ``(realistic - base) / (oracle - base)`` (the leakage page's figure 4, per row)."""
+    lines = [f"| {measure} | {base} | with suggestions | with official subtopics | share of the oracle gain |",
+             "|---|---:|---:|---:|---:|"]
+    for row in rows:
+        real, orc = _side(f"{realistic}/{row}", measure, results), _side(f"{oracle}/{row}", measure, results)
+        start = _side(f"{realistic}/{base}", measure, results)
+        if not (set(real.dropna().index) == set(orc.dropna().index) == set(start.dropna().index)):
+            raise SystemExit(f"{realistic}/{row} and {oracle}/{row} were not tested on the same queries")
+        gain, top = real.mean() - start.mean(), orc.mean() - start.mean()
+        share = f"{gain / top:.2f}" if top > 0 else "(no oracle gain)"
+        lines.append(f"| {row} | {start.mean():.3f} | {real.mean():.3f} | {orc.mean():.3f} | {share} |")
+    return "\n".join(lines)
+
+
 if __name__ == "__main__":
     print(compare([tuple(arg.split(":", 1)) for arg in sys.argv[1:]]))
