@@ -408,9 +408,13 @@ def load_torch(path: str | os.PathLike, what: str, map_location="cpu"):
         raise InputError(path, f"not a readable {what} ({reason[:200]})") from None
 
 
-def load_npz(path: str | os.PathLike, what: str, keys) -> dict[str, np.ndarray]:
+def load_npz(path: str | os.PathLike, what: str, keys, mmap: bool = False) -> dict[str, np.ndarray]:
     """The arrays ``keys`` of an ``.npz`` file, without pickles; one :class:`InputError` when the file
-    is missing, cut short, not an ``.npz`` archive, holds objects, or lacks one of ``keys``."""
+    is missing, cut short, not an ``.npz`` archive, holds objects, or lacks one of ``keys``.
+
+    ``mmap``: the arrays stored uncompressed (``np.savez``) are read-only memory maps of the file
+    (:func:`_mapped_member`), so only the pages a job touches are read and jobs reading one file share
+    them in the page cache; compressed ones are read as usual."""
     import zipfile
 
     path = Path(path)
@@ -424,10 +428,35 @@ def load_npz(path: str | os.PathLike, what: str, keys) -> dict[str, np.ndarray]:
             missing = [k for k in keys if k not in z.files]
             if missing:
                 raise InputError(path, f"{what} lacks arrays {missing}")
-            return {k: z[k] for k in keys}
+            if not mmap:
+                return {k: z[k] for k in keys}
+            members = {k: z.zip.getinfo(f"{k}.npy") for k in keys}
+            return {k: _mapped_member(path, info) if info.compress_type == zipfile.ZIP_STORED else z[k]
+                    for k, info in members.items()}
     except (OSError, ValueError, EOFError, zipfile.BadZipFile) as err:
         reason = str(err).splitlines()[0] if str(err).strip() else type(err).__name__
         raise InputError(path, f"not a readable {what} ({reason[:200]})") from None
+
+
+def _mapped_member(path: Path, info) -> np.ndarray:
+    """A read-only memory map of the uncompressed ``.npy`` member ``info`` (a ``zipfile.ZipInfo``) of the
+    archive ``path``: its data start after the member's local header (30 bytes, the name and the extra
+    field, whose lengths are at bytes 26 and 28) and the array's own ``.npy`` header."""
+    import struct
+
+    with open(path, "rb") as fh:
+        fh.seek(info.header_offset + 26)
+        name_len, extra_len = struct.unpack("<HH", fh.read(4))
+        fh.seek(info.header_offset + 30 + name_len + extra_len)
+        version = np.lib.format.read_magic(fh)
+        shape, fortran, dtype = (np.lib.format.read_array_header_1_0(fh) if version == (1, 0)
+                                 else np.lib.format.read_array_header_2_0(fh))
+        offset = fh.tell()
+    if dtype.hasobject:
+        raise ValueError(f"member {info.filename} holds Python objects")
+    if not np.prod(shape, dtype=np.int64):      # an empty array has nothing to map
+        return np.empty(shape, dtype=dtype)
+    return np.memmap(path, dtype=dtype, mode="r", offset=offset, shape=shape, order="F" if fortran else "C")
 
 
 def check_finite(path: str | os.PathLike, name: str, values: np.ndarray) -> None:

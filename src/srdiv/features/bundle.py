@@ -128,10 +128,11 @@ class Bundle:
     @classmethod
     def load(cls, path: str | Path) -> "Bundle":
         """Load a bundle saved with :meth:`save` (no pickles are read); every numeric array must be
-        finite and every array must have one row per query (:class:`~srdiv.io.InputError` otherwise)."""
+        finite and every array must have one row per query (:class:`~srdiv.io.InputError` otherwise).
+        The arrays are read-only memory maps of the file: :meth:`select` copies the queries a job uses."""
         from srdiv.io import InputError, check_finite, load_npz
 
-        arrays = load_npz(path, "bundle file", [f.name for f in fields(cls)])
+        arrays = load_npz(path, "bundle file", [f.name for f in fields(cls)], mmap=True)
         n = len(arrays["qids"])
         for name in TENSOR_FIELDS:
             check_finite(path, name, arrays[name])
