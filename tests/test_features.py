@@ -270,6 +270,32 @@ def test_feature_commands_end_to_end(tmp_path, coll):
     assert loaded.dims.docs == 6 and loaded.dims.div_feats == 6 and loaded.feature_names == FEATURE_NAMES
 
 
+def test_a_loaded_bundle_maps_its_arrays_and_holds_the_saved_values(tmp_path):
+    """Bundle.load memory-maps the uncompressed arrays (read-only, values as saved, Fortran order and empty
+    arrays included); load_npz reads compressed members as before; select() gives writable copies."""
+    from srdiv.features.bundle import ARRAY_FIELDS, random_bundle
+    from srdiv.io import load_npz
+
+    data = random_bundle(queries=5, docs=7, subs=3, subs2=4, seed=2)
+    data.save(tmp_path / "b.npz")
+    loaded = Bundle.load(tmp_path / "b.npz")
+    for name in ARRAY_FIELDS:
+        saved, mapped = getattr(data, name), getattr(loaded, name)
+        assert np.array_equal(mapped, saved.astype(str) if name == "docnos" else saved), name
+    assert isinstance(loaded.div_feat, np.memmap) and not loaded.div_feat.flags.writeable
+    picked = loaded.select([3, 1])
+    assert picked.div_feat.flags.writeable and np.array_equal(picked.div_feat, data.div_feat[[3, 1]])
+
+    arrays = {"f": np.asfortranarray(np.arange(12.0).reshape(3, 4)), "empty": np.zeros((0, 3), np.float32)}
+    np.savez(tmp_path / "plain.npz", **arrays)
+    np.savez_compressed(tmp_path / "packed.npz", **arrays)
+    for name in ("plain", "packed"):
+        read = load_npz(tmp_path / f"{name}.npz", "test file", ["f", "empty"], mmap=True)
+        assert isinstance(read["f"], np.memmap) == (name == "plain")
+        for key, values in arrays.items():
+            assert np.array_equal(read[key], values) and read[key].shape == values.shape
+
+
 def test_scaler_in_query_chunks_and_fold_queries_change_no_value(monkeypatch):
     """Standardising a few queries at a time, and cutting candidates before selecting queries, give the
     same arrays as one pass over everything (they only bound memory)."""
