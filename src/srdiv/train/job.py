@@ -463,7 +463,9 @@ def _content_digest(parts: list[tuple[str, Any]]) -> str:
             digest.update(pd.util.hash_pandas_object(value, index=False).to_numpy().tobytes())
         elif isinstance(value, np.ndarray):
             digest.update(str((value.dtype, value.shape)).encode())
-            digest.update(np.ascontiguousarray(value).tobytes() if value.dtype != object else str(list(value)).encode())
+            # the array's own bytes, viewed, not copied (the same bytes as .tobytes())
+            digest.update(np.ascontiguousarray(value).reshape(-1).view(np.uint8) if value.dtype != object
+                          else str(list(value)).encode())
         else:
             digest.update(json.dumps(value, sort_keys=True, default=_jsonable).encode())
 
