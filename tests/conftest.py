@@ -5,11 +5,22 @@ The session fixtures hand every module the same objects: a test may read them, n
 (copy first).
 """
 
+import signal
 import warnings
 
 import pytest
 
 from helpers import DSSA_SAMPLE, TREC_WEB
+
+
+@pytest.fixture(autouse=True)
+def _signal_handlers():
+    """Tests that call ``srdiv.cli.main`` in-process install its SIGINT/SIGTERM handlers; restore them after
+    each test so that no later test (or the worker processes it forks) inherits them."""
+    saved = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+    yield
+    for sig, handler in saved.items():
+        signal.signal(sig, handler)
 
 
 @pytest.fixture(scope="session")

@@ -27,6 +27,7 @@ from srdiv.models.listmle import ListMLE
 from srdiv.models.ranking import resolve_device
 from srdiv.registry import MODELS
 from srdiv.train.job import OUTPUTS, Trained, rank_job, row_device, run_job, uses_gpu
+from srdiv.train.records import read_record
 
 
 @MODELS.register("test-coverage")
@@ -142,7 +143,7 @@ def test_the_row_shape_parses_to_typed_components():
                                             "similarity": "general", "max_pooling": True, "dropout": 0.5})
     assert dssa.objective == Component("list_pairwise") and dssa.representation == "lda"
     assert dssa.optim == Component("adam", {"lr": 0.001, "weight_decay": 1.0e-5}) and dssa.train.batch_size == 256
-    assert dssa.tune == {"model.args.lam": [0.0, 0.2, 0.4, 0.6, 0.8, 1.0], "optim.args.lr": [0.01, 0.03, 0.1]}
+    assert dssa.tune == {"model.args.lam": [0.0, 0.2, 0.4, 0.6, 0.8, 1.0], "optim.args.lr": [0.003, 0.01, 0.03, 0.1]}
     assert daletor.objective == Component("daletor", {"metric": "alpha_dcg", "temperature": 0.1})
     assert daletor.optim == Component("adagrad", {"lr": 0.01})
     assert model_spec(params, "MMR").prior == "ListMLE" and model_spec(params, "Initial").objective is None
@@ -458,3 +459,23 @@ def test_a_training_without_a_progress_bar_logs_one_line_per_epoch(tmp_path, mon
     lines = [line for line in capsys.readouterr().err.splitlines() if " epoch " in line]
     assert len(lines) == PARAMS["train"]["epochs"] and lines[0].startswith("ListMLE fold2")
     assert "epoch 1/4: loss " in lines[0] and "(best)" in lines[0] and lines[0].endswith(" s")
+
+
+def test_a_grid_point_that_diverges_is_an_early_stop_not_a_failed_job(tmp_path):
+    """A learning rate far too high makes the loss non-finite: that point stops there, is recorded as diverged
+    with the best epoch before it, and the grid goes on; a job whose every point diverged is an error."""
+    bundle, coll = make_data()
+    params = {**PARAMS, "models": {
+        "SGD": {"model": {"name": "listmle"}, "objective": {"name": "mle"},
+                "optim": {"name": "sgd", "args": {"lr": 0.1}}, "tune": {"optim.args.lr": [0.1, 1.0e38]}},
+        "Wild": {"model": {"name": "listmle"}, "objective": {"name": "mle"},
+                 "optim": {"name": "sgd", "args": {"lr": 1.0e38}}}}}
+    out = tmp_path / "SGD"
+    hparams = run_job(model_spec(params, "SGD"), bundle, coll, 1, out, seed=7, progress=False)
+    calm, wild = hparams["grid"]
+    assert "diverged" not in calm and wild["diverged"] >= 1 and wild["epochs"] == wild["diverged"] - 1
+    assert wild["best_epoch"] <= wild["epochs"] and (wild["valid"] is None) == (wild["best_epoch"] == 0)
+    assert hparams["chosen"] == {"optim.args.lr": 0.1} and hparams["valid"] == calm["valid"]
+    assert read_record(out / "hparams.json")["grid"][1]["diverged"] == wild["diverged"]
+    with pytest.raises(InputError, match="diverged; lower the learning rate"):
+        run_job(model_spec(params, "Wild"), bundle, coll, 1, tmp_path / "Wild", seed=7, progress=False)

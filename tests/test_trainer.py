@@ -189,12 +189,13 @@ def _validate(model):
     return float(scores[0, 0] - scores[0, 1])
 
 
-def _train(tmp_path, epochs=6, callbacks=(), patience=100, name="ckpt.pt", fingerprint="a", device="cpu"):
+def _train(tmp_path, epochs=6, callbacks=(), patience=100, name="ckpt.pt", fingerprint="a", device="cpu",
+           optim=Component("adam", {"lr": 0.05})):
     bundle = random_bundle(queries=6, docs=5, seed=2)
     torch.manual_seed(0)
     model = DropoutScorer(bundle.dims.feats).to(device)
     settings = TrainSettings(epochs=epochs, patience=patience, batch_size=2)
-    trainer = Trainer(settings, Component("adam", {"lr": 0.05}), torch.device(device), seed=1,
+    trainer = Trainer(settings, optim, torch.device(device), seed=1,
                       checkpoint=tmp_path / name, fingerprint=fingerprint, callbacks=callbacks, progress=False)
     return model, trainer.fit(model, PlackettLuceMLE(), bundle, _validate)
 
@@ -248,6 +249,20 @@ def test_early_stopping_keeps_the_best_state(tmp_path):
     assert result.epoch == int(curve.loc[curve["valid"].idxmax(), "epoch"])
     assert (curve["valid"].iloc[-2:] <= result.valid).all() and len(curve) - result.epoch == 2
     assert _validate(model.eval()) == pytest.approx(result.valid)
+
+
+def test_a_non_finite_loss_stops_training_and_a_resume_stops_there_too(tmp_path, capsys):
+    too_fast = Component("sgd", {"lr": 1.0e30})
+    model, result = _train(tmp_path, epochs=20, optim=too_fast)
+    assert 1 <= result.diverged <= 20 and len(result.curve) == result.diverged - 1
+    assert "non-finite loss" in capsys.readouterr().err
+    epochs_after_resume = []
+    _, again = _train(tmp_path, epochs=20, optim=too_fast, callbacks=[lambda e, r: epochs_after_resume.append(e)])
+    assert epochs_after_resume == [] and again.diverged == result.diverged and again.valid == result.valid
+    if result.epoch:                                          # it ends in its best epoch before the divergence
+        assert _validate(model.eval()) == pytest.approx(result.valid)
+    _, calm = _train(tmp_path, epochs=3, name="calm.pt")
+    assert calm.diverged == 0
 
 
 def test_optimisers_and_l2():

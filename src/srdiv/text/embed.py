@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import functools
 import os
+import signal
 import warnings
 import zlib
 from pathlib import Path
@@ -170,7 +171,10 @@ _worker_model = None
 
 
 def _init_worker(model) -> None:
+    """A worker holds the model and ends quietly when the pool terminates it (SIGTERM's default action),
+    whatever handler the parent had installed (srdiv's raises ``Terminated`` in the parent only)."""
     global _worker_model
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
     _worker_model = model
 
 

@@ -253,9 +253,14 @@ class TunedPoint:
     best_epoch: int
     model: DiversityModel
     curve: pd.DataFrame
+    diverged: int = 0
 
     def summary(self) -> dict:
-        return {"point": self.point, "valid": self.valid, "best_epoch": self.best_epoch, "epochs": len(self.curve)}
+        """The point's record in ``hparams.json``'s ``grid``: a point that diverged says in which epoch, and
+        has no score (``valid`` null) if it diverged before its first validation."""
+        record = {"point": self.point, "valid": self.valid if math.isfinite(self.valid) else None,
+                  "best_epoch": self.best_epoch, "epochs": len(self.curve)}
+        return {**record, "diverged": self.diverged} if self.diverged else record
 
 
 def run_job(spec: ModelSpec, bundle: Bundle, collection: Collection, fold: int, out: str | Path, seed: int = 0,
@@ -314,11 +319,11 @@ def run_job(spec: ModelSpec, bundle: Bundle, collection: Collection, fold: int, 
             fit = trainer.fit(model, objective, data.train, validate)
             restored_epochs += fit.restored_epochs
             restored_seconds += fit.restored_seconds
-            tuned.append(TunedPoint(point, point_spec, fit.valid, fit.epoch, model, fit.curve))
+            tuned.append(TunedPoint(point, point_spec, fit.valid, fit.epoch, model, fit.curve, fit.diverged))
         else:
             tuned.append(TunedPoint(point, point_spec, validate(model), 0, model, curve_frame([])))
     train_seconds = time.perf_counter() - start + restored_seconds
-    best = max(tuned, key=lambda t: t.valid)  # the first of equals
+    best = max(tuned, key=lambda t: t.valid if math.isfinite(t.valid) else -math.inf)  # the first of equals
     trained = Trained(best.spec, data.valid.dims, _cpu_state(best.model), data.scaler, prior, record)
     bad = trained.non_finite() if math.isfinite(best.valid) else "validation score"
     if bad:

@@ -41,7 +41,8 @@ FIELDS: dict[str, dict[str, tuple[type, float | None]]] = {
 """The fields of each record: type, and the least value of a number (None: any finite one)."""
 
 GRID_FIELDS = {"point": (_DICT, None), "valid": (_NUM, None), "best_epoch": (_INT, 0), "epochs": (_INT, 0)}
-"""The fields of each tuning point in ``hparams.json``'s ``grid``."""
+"""The fields of each tuning point in ``hparams.json``'s ``grid``; a point that diverged also has
+``diverged`` (the epoch, >= 1), and ``valid`` null if that was its first epoch."""
 
 
 def _check(path: Path, record: dict, fields: dict, where: str = "") -> None:
@@ -69,7 +70,12 @@ def read_record(path: str | Path) -> dict:
         for i, point in enumerate(record["grid"]):
             if not isinstance(point, dict):
                 raise InputError(path, f"'grid[{i}]' must be a mapping")
-            _check(path, point, GRID_FIELDS, f"grid[{i}].")
+            fields = GRID_FIELDS
+            if "diverged" in point:
+                _check(path, point, {"diverged": (_INT, 1)}, f"grid[{i}].")
+                if point.get("valid", 0) is None and point.get("best_epoch") == 0:
+                    fields = {name: kind for name, kind in GRID_FIELDS.items() if name != "valid"}
+            _check(path, point, fields, f"grid[{i}].")
     if path.name == "rank.json":
         _check(path, record["model"], IDENTITY, "model.")
     return record

@@ -4,7 +4,9 @@ Each epoch runs the objective's mini-batches, then scores the model on the
 validation queries (a callable: official alpha-nDCG@20 in the harness), keeps
 the best state, and writes a checkpoint (model, optimiser, RNG states, epoch,
 best state, learning curve). Training stops after ``patience`` epochs without
-improvement or after ``epochs``; the model ends in its best state.
+improvement, after ``epochs``, or at an epoch whose loss is not finite (the
+model diverged: an early stop, recorded as ``diverged``); the model ends in its
+best state.
 
 A run killed after any epoch and started again with the same checkpoint path
 resumes from the last finished epoch and ends bit-identical to an
@@ -73,6 +75,8 @@ class FitResult:
     curve: pd.DataFrame
     restored_epochs: int = 0
     restored_seconds: float = 0.0
+    diverged: int = 0
+    """The epoch whose loss was not finite (0: none); training stopped there, the best epoch before it kept."""
 
 
 class Trainer:
@@ -117,7 +121,14 @@ class Trainer:
         while not state["done"] and state["epoch"] < epochs:
             start = time.perf_counter()
             epoch = state["epoch"] + 1
-            loss = self._epoch(model, objective, optimizer, data, prepared, len(train), batch_rng, epoch)
+            try:
+                loss = self._epoch(model, objective, optimizer, data, prepared, len(train), batch_rng, epoch)
+            except FloatingPointError as err:   # diverged: an early stop, recorded (a resumed run stops here too)
+                state.update(done=True, diverged=epoch)
+                self._save(model, optimizer, batch_rng, state)
+                print(f"{err}: stopped; the best epoch before it ({state['best_epoch'] or 'none'}) is kept",
+                      file=sys.stderr, flush=True)
+                break
             model.eval()
             valid = float(validate(model))
             record = {"epoch": epoch, "loss": loss, "valid": valid, "seconds": time.perf_counter() - start}
@@ -140,7 +151,7 @@ class Trainer:
         bar.close()
         model.load_state_dict(state["best_state"])
         return FitResult(state["best_valid"], state["best_epoch"], curve_frame(state["curve"]), n_restored,
-                         sum(r["seconds"] for r in state["curve"][:n_restored]))
+                         sum(r["seconds"] for r in state["curve"][:n_restored]), state.get("diverged", 0))
 
     def _epoch(self, model: DiversityModel, objective: Objective, optimizer: torch.optim.Optimizer, data, prepared,
                n_queries: int, rng: np.random.Generator, epoch: int) -> float:
