@@ -316,3 +316,33 @@ def test_scaler_in_query_chunks_and_fold_queries_change_no_value(monkeypatch):
     for name in ("rel_feat", "sub_feat", "sub2_feat", "div_feat"):
         assert getattr(chunked, name).dtype == np.float32
         assert np.array_equal(getattr(chunked, name), getattr(whole, name))
+
+
+def test_scaler_fitted_on_rows_and_in_place_transform_match_the_copies():
+    """What a job without training reads (the scaler fitted on the training rows, no training copy) and
+    the in-place standardisation of a fresh selection equal the copying versions bit for bit."""
+    from dataclasses import asdict
+
+    from srdiv.experiment import TrainSettings
+    from srdiv.features.bundle import FeatureScaler, random_bundle
+    from srdiv.features.folds import FoldSplit, fold_queries, query_rows
+    from srdiv.train.job import FoldData
+
+    data = random_bundle(queries=9, docs=8, subs=3, subs2=4, seed=7)
+    split = FoldSplit(fold=1, train=list(data.qids[[6, 1, 4, 2]]), valid=list(data.qids[[0, 8]]), test=list(data.qids[[3]]))
+    settings = TrainSettings(train_docs=5, rank_docs=8)
+    full, lean = FoldData.make(data, split, settings), FoldData.make(data, split, settings, train=False)
+    assert lean.train is None and full.train is not None
+    for name, value in asdict(full.scaler).items():
+        assert np.array_equal(value, getattr(lean.scaler, name))
+    cut = data.truncate(5)
+    assert np.array_equal(query_rows(cut, split.train), [6, 1, 4, 2])
+    copied = full.scaler.transform(fold_queries(data, split.valid, 8))
+    fresh = fold_queries(data, split.valid, 8)
+    in_place = full.scaler.transform(fresh, inplace=True)
+    for name in ("rel_feat", "sub_feat", "sub2_feat", "div_feat"):
+        assert np.array_equal(getattr(in_place, name), getattr(copied, name))
+        assert getattr(in_place, name) is getattr(fresh, name)                 # no copy made
+        assert np.array_equal(getattr(lean.valid, name), getattr(copied, name))
+    with pytest.raises(InputError, match="missing from the bundle"):
+        query_rows(cut, ["nope"])

@@ -448,7 +448,8 @@ class TrainedModel(pt.Transformer):
             raise InputError(who, f"the bundle has no features for query '{unknown[0]}'")
         runs = []
         for trained, qids in self.models.groups(list(pd.unique(results["qid"])), who):
-            part = trained.scaler.transform(fold_queries(self.features, qids, trained.spec.train.rank_docs))
+            part = trained.scaler.transform(fold_queries(self.features, qids, trained.spec.train.rank_docs),
+                                            inplace=True)
             wanted = pd.MultiIndex.from_frame(results.loc[results["qid"].isin(qids), ["qid", "docno"]])
             keys = pd.MultiIndex.from_arrays([np.repeat(part.qids, part.docnos.shape[1]), part.docnos.ravel()])
             lost = wanted[~wanted.isin(keys)]

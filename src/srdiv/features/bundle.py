@@ -166,21 +166,26 @@ class FeatureScaler:
     div_std: np.ndarray
 
     @classmethod
-    def fit(cls, bundle: Bundle) -> "FeatureScaler":
-        """Mean and std over real candidates (query and suggestion features share one scaler)."""
-        docs = bundle.doc_mask
+    def fit(cls, bundle: Bundle, rows: np.ndarray | None = None) -> "FeatureScaler":
+        """Mean and std over real candidates (query and suggestion features share one scaler), of the
+        queries at ``rows`` (default: all); only the arrays it reads are copied."""
+        def take(x):
+            return x if rows is None else x[rows]
+
+        docs = take(bundle.doc_mask)
         rel = np.concatenate([
-            bundle.rel_feat[docs],
-            bundle.sub_feat[bundle.sub_mask[:, :, None] & docs[:, None, :]],
+            take(bundle.rel_feat)[docs],
+            take(bundle.sub_feat)[take(bundle.sub_mask)[:, :, None] & docs[:, None, :]],
         ])
         pairs = docs[:, :, None] & docs[:, None, :]
-        div = bundle.div_feat[pairs]
+        div = take(bundle.div_feat)[pairs]
         return cls(rel.mean(0), _safe_std(rel), div.mean(0), _safe_std(div))
 
-    def transform(self, bundle: Bundle) -> Bundle:
-        """Standardised copy of ``bundle``; padded entries stay zero."""
+    def transform(self, bundle: Bundle, inplace: bool = False) -> Bundle:
+        """Standardised copy of ``bundle``; padded entries stay zero. With ``inplace`` the bundle's own
+        feature arrays are overwritten (for a fresh copy, such as :meth:`Bundle.select` returns)."""
         def z(x, mean, std, mask):  # a few queries at a time: float64 temporaries stay small
-            out = np.empty(x.shape, np.float32)
+            out = x if inplace else np.empty(x.shape, np.float32)
             for start in range(0, len(x), TRANSFORM_QUERIES):
                 rows = slice(start, start + TRANSFORM_QUERIES)
                 out[rows] = np.where(mask[rows][..., None], (x[rows] - mean) / std, 0.0)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
 import pandas as pd
 
 from srdiv.features.bundle import Bundle
@@ -47,13 +48,20 @@ def fold_split(folds: pd.DataFrame, fold: int, where: str = "folds table") -> Fo
     return FoldSplit(fold, train, valid, test)
 
 
-def select_queries(bundle: Bundle, qids: list[str], where: str = "bundle") -> Bundle:
-    """The bundle's queries ``qids`` (in that order); a fold query missing from the bundle is an error."""
-    missing = sorted(set(qids) - set(bundle.qids))
+def query_rows(bundle: Bundle, qids: list[str], where: str = "bundle") -> np.ndarray:
+    """The bundle's rows of the queries ``qids`` (in that order); a fold query missing from the bundle is
+    an error."""
+    pos = {q: i for i, q in enumerate(bundle.qids)}
+    missing = sorted(set(qids) - set(pos))
     if missing:
         raise InputError(where, f"{len(missing)} queries of the folds table are missing from the bundle: "
                                 f"{missing[:5]}")
-    return bundle.select_qids(qids)
+    return np.array([pos[q] for q in qids], dtype=np.int64)
+
+
+def select_queries(bundle: Bundle, qids: list[str], where: str = "bundle") -> Bundle:
+    """The bundle's queries ``qids`` (in that order), copied; a missing one is an error."""
+    return bundle.select(query_rows(bundle, qids, where))
 
 
 def fold_queries(bundle: Bundle, qids: list[str], n_docs: int, where: str = "bundle") -> Bundle:

@@ -37,7 +37,7 @@ import torch
 
 from srdiv.collection.schema import Collection
 from srdiv.features.bundle import Bundle, BundleDims, FeatureScaler
-from srdiv.features.folds import FoldSplit, fold_queries, fold_split
+from srdiv.features.folds import FoldSplit, fold_queries, fold_split, query_rows
 from srdiv.io import (InputError, claim, existing_file, load_torch, read_json, save_torch, verify, write_parquet,
                       write_text)
 from srdiv.metrics.runs import RUN_FILE, write_trec_run
@@ -230,17 +230,24 @@ class FoldData:
     """The training and validation bundles of one trial, standardised by a scaler fitted on the training
     queries (the test queries are read only by :func:`rank_job`)."""
 
-    train: Bundle
+    train: Bundle | None
     valid: Bundle
     scaler: FeatureScaler
 
     @classmethod
-    def make(cls, bundle: Bundle, split: FoldSplit, settings: TrainSettings) -> "FoldData":
-        """Training queries with their top ``train_docs``, validation queries with their top ``rank_docs``."""
-        train = fold_queries(bundle, split.train, settings.train_docs)
-        scaler = FeatureScaler.fit(train)
-        return cls(scaler.transform(train),
-                   scaler.transform(fold_queries(bundle, split.valid, settings.rank_docs)), scaler)
+    def make(cls, bundle: Bundle, split: FoldSplit, settings: TrainSettings, train: bool = True) -> "FoldData":
+        """Training queries with their top ``train_docs``, validation queries with their top ``rank_docs``.
+        Without ``train`` (a row that trains nothing) the scaler reads the training queries' feature arrays
+        and no training copy is made (``train`` is None): the same scaler, less memory."""
+        if train:
+            data = fold_queries(bundle, split.train, settings.train_docs)
+            scaler = FeatureScaler.fit(data)
+            data = scaler.transform(data, inplace=True)
+        else:
+            cut = bundle.truncate(settings.train_docs)
+            data, scaler = None, FeatureScaler.fit(cut, query_rows(cut, split.train))
+        return cls(data, scaler.transform(fold_queries(bundle, split.valid, settings.rank_docs), inplace=True),
+                   scaler)
 
 
 @dataclass
@@ -285,7 +292,7 @@ def run_job(spec: ModelSpec, bundle: Bundle, collection: Collection, fold: int, 
             raise InputError(_folds_file(collection), f"trial {fold} has no judged topic among its {name} queries: "
                                                       "nothing to learn or measure")
     _check_prior_record(prior, fold)
-    data = FoldData.make(bundle, split, settings)
+    data = FoldData.make(bundle, split, settings, train=spec.objective is not None)
     prior_model = _prior_model(spec, prior, data.scaler, device)
     bundle_fp = bundle_digest(bundle)
     _check_prior_record(prior, fold, bundle_fp)
@@ -362,7 +369,7 @@ def rank_job(trained: Trained, bundle: Bundle, collection: Collection, fold: int
     settings = trained.spec.train
     device = resolve_device(row_device(trained.spec))
     split = fold_split(collection.folds, fold, _folds_file(collection))
-    test = trained.scaler.transform(fold_queries(bundle, split.test, settings.rank_docs))
+    test = trained.scaler.transform(fold_queries(bundle, split.test, settings.rank_docs), inplace=True)
     model = trained.build(device)
     start = time.perf_counter()
     orders = rank_bundle(model, test, device, settings.rank_batch)
