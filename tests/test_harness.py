@@ -479,3 +479,31 @@ def test_a_grid_point_that_diverges_is_an_early_stop_not_a_failed_job(tmp_path):
     assert read_record(out / "hparams.json")["grid"][1]["diverged"] == wild["diverged"]
     with pytest.raises(InputError, match="diverged; lower the learning rate"):
         run_job(model_spec(params, "Wild"), bundle, coll, 1, tmp_path / "Wild", seed=7, progress=False)
+
+
+def test_a_study_copies_the_main_runs_identical_model_and_trains_a_changed_one(tmp_path):
+    bundle, coll = make_data()
+    main_dir = tmp_path / "main" / "ListMLE" / "fold1"
+    first = run_job(model_spec(PARAMS, "ListMLE"), bundle, coll, 1, main_dir, seed=7, progress=False)
+    trained_epochs = []
+    copied = run_job(model_spec(PARAMS, "ListMLE"), bundle, coll, 1, tmp_path / "study" / "ListMLE" / "fold1",
+                     seed=7, progress=False, reuse=main_dir, callbacks=[lambda e, r: trained_epochs.append(e)])
+    study_dir = tmp_path / "study" / "ListMLE" / "fold1"
+    assert trained_epochs == [] and copied == first
+    for name in ("model.pt", "hparams.json", "curve.parquet"):
+        assert (study_dir / name).read_bytes() == (main_dir / name).read_bytes()
+    timings = read_record(study_dir / "timings.json")
+    assert timings["reused_from"] == str(main_dir) and Trained.load(study_dir).record == Trained.load(main_dir).record
+    # another seed, or no main run: trained
+    run_job(model_spec(PARAMS, "ListMLE"), bundle, coll, 1, tmp_path / "other", seed=8, progress=False,
+            reuse=main_dir, callbacks=[lambda e, r: trained_epochs.append(e)])
+    assert trained_epochs == [1, 2, 3, 4] and "reused_from" not in read_record(tmp_path / "other" / "timings.json")
+    run_job(model_spec(PARAMS, "ListMLE"), bundle, coll, 1, tmp_path / "none", seed=7, progress=False,
+            reuse=tmp_path / "missing", callbacks=[lambda e, r: trained_epochs.append(e)])
+    assert trained_epochs == [1, 2, 3, 4] * 2
+    # a main run whose model was changed since srdiv wrote it is not copied
+    with open(main_dir / "model.pt", "ab") as fh:
+        fh.write(b"\0")
+    run_job(model_spec(PARAMS, "ListMLE"), bundle, coll, 1, tmp_path / "after", seed=7, progress=False,
+            reuse=main_dir, callbacks=[lambda e, r: trained_epochs.append(e)])
+    assert trained_epochs == [1, 2, 3, 4] * 3

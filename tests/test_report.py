@@ -142,18 +142,19 @@ def test_performance_table_counts_trainings_best_at_their_last_epoch_and_their_d
                 {"point": {"lam": 0.8}, "valid": 0.4, "best_epoch": allowed, "epochs": allowed}]
         write_job(tmp_path / "models" / row / f"fold{fold}", row, fold,
                   hparams={"chosen": {"lam": 0.5}, "grid": grid, "spec": {"train": {"epochs": allowed}}},
-                  timings={"train_seconds": 10.0 * fold, "device": "cuda" if row == "B" else "cpu"},
+                  timings={"train_seconds": 10.0 * fold, "device": "cuda" if row == "B" else "cpu",
+                           **({"reused_from": "work/x/models/C/fold1"} if row == "C" else {})},
                   rank={"device": "cuda:1"})
 
     job("A", 1, 10, 10, 10)   # best at the last epoch allowed
     job("A", 2, 4, 7, 10)     # stopped early
     job("B", 1, 3, 3, 3)      # best at its own last allowed epoch
-    job("C", 1, 0, 0, 10)     # nothing trained (an unsupervised row)
+    job("C", 1, 0, 0, 10)     # nothing trained (an unsupervised row), copied from the main run
     specs = [RunSpec(k, k, "", "explicit") for k in "ABC"]
     perf = performance_table(tmp_path / "models", None, specs)
     assert perf.set_index("Method")["best at last epoch"].fillna("-").to_dict() == {"A": "1/2", "B": "1/1", "C": "-"}
     assert perf.set_index("Method")["trained on"].to_dict() == {     # the training device, not the ranking one
-        "A": "cpu (2)", "B": "cuda (1)", "C": "cpu (1)"}
+        "A": "cpu (2)", "B": "cuda (1)", "C": "cpu, copied (1)"}
     with pytest.raises(InputError, match="row B has no job records for fold 2, which the metrics hold"):
         performance_table(tmp_path / "models", None, specs, folds=[1, 2])      # never a median over fewer folds
     (tmp_path / "models/A/fold2/rank.json").unlink()

@@ -24,10 +24,12 @@ WORK = f"work/{DATASET}"
 LOGS = f"logs/{DATASET}"
 BENCH = f"benchmarks/{DATASET}"
 # A ``study`` (e.g. config/ablations.yaml) trains its rows apart from the dataset's main run:
-# it shares the text stages and samples but has its own models, model logs, benchmarks and results.
+# it shares the text stages and samples but has its own models, model logs, benchmarks and results (a row
+# the main run trained with the same settings and inputs is copied from it: srdiv train --reuse).
 STUDY = config.get("study")
 NAME = f"{DATASET}-{STUDY}" if STUDY else DATASET
-MODELS = f"{WORK}/{STUDY}/models" if STUDY else f"{WORK}/models"
+MAIN_MODELS = f"{WORK}/models"
+MODELS = f"{WORK}/{STUDY}/models" if STUDY else MAIN_MODELS
 MODEL_LOGS = f"logs/{NAME}"
 MODEL_BENCH = f"benchmarks/{NAME}"
 RESULTS = f"results/{NAME}"

@@ -22,6 +22,8 @@ def optional_args(wildcards, input):
     args = f"--samples {input.samples}" if "samples" in input.keys() else ""
     if "prior" in input.keys():
         args += f" --prior {input.prior}"
+    if STUDY:               # a row the main run trained with the same settings and inputs is copied from it
+        args += f" --reuse {MAIN_MODELS}/{wildcards.model}/fold{wildcards.fold}"
     return args
 
 

@@ -44,6 +44,10 @@ def train(
     rank_test: bool = typer.Option(False, "--rank", help="Then rank the test queries with the saved model "
                                                          "(run.txt, rank.json in --out), as srdiv rank does, "
                                                          "without loading the bundle again."),
+    reuse: Optional[Path] = typer.Option(None, help="Another job directory of this row and fold (a study "
+                                                    "passes the main run's): when its model was trained with "
+                                                    "the same settings, seed and inputs, copy it instead of "
+                                                    "training again."),
 ) -> None:
     """Tune on the validation fold and train one model row; save the chosen model (model.pt)."""
     from srdiv.collection.schema import load_collection
@@ -65,7 +69,7 @@ def train(
     data, coll = Bundle.load(bundle), load_collection(collection)
     hparams = run_job(spec, data, coll, fold, out, seed=loaded.get("seed", 0),
                       samples=Samples.load(samples) if samples else None,
-                      prior=Trained.load(prior) if prior else None, progress=progress)
+                      prior=Trained.load(prior) if prior else None, progress=progress, reuse=reuse)
     typer.echo(f"{model} fold {fold}: chosen {hparams['chosen']}, validation "
                f"{hparams['valid_measure']} {hparams['valid']:.4f}", err=True)
     if rank_test:

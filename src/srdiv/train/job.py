@@ -26,6 +26,7 @@ import inspect
 import json
 import math
 import shutil
+import sys
 import time
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
@@ -38,8 +39,8 @@ import torch
 from srdiv.collection.schema import Collection
 from srdiv.features.bundle import Bundle, BundleDims, FeatureScaler
 from srdiv.features.folds import FoldSplit, fold_queries, fold_split, query_rows
-from srdiv.io import (InputError, claim, existing_file, load_torch, read_json, save_torch, verify, write_parquet,
-                      write_text)
+from srdiv.io import (InputError, atomic_path, claim, existing_file, load_torch, read_json, save_torch, verify,
+                      write_parquet, write_text)
 from srdiv.metrics.runs import RUN_FILE, write_trec_run
 from srdiv.models.base import DiversityModel
 from srdiv.provenance import git_commit
@@ -272,8 +273,11 @@ class TunedPoint:
 
 def run_job(spec: ModelSpec, bundle: Bundle, collection: Collection, fold: int, out: str | Path, seed: int = 0,
             samples: Samples | None = None, prior: Trained | None = None, callbacks: Sequence[Callback] = (),
-            progress: bool | None = None) -> dict[str, Any]:
+            progress: bool | None = None, reuse: str | Path | None = None) -> dict[str, Any]:
     """Tune and train ``spec`` on trial ``fold``; write the chosen model and its records under ``out``.
+
+    ``reuse``: another job directory (a study passes the main run's); when it holds this very model
+    (:func:`reuse_job`), that is copied instead of training again.
 
     Outputs: ``hparams.json`` (chosen point, its validation score, every grid
     point's), ``timings.json`` (``train_seconds`` over the whole grid: this sitting's wall time plus
@@ -306,6 +310,8 @@ def run_job(spec: ModelSpec, bundle: Bundle, collection: Collection, fold: int, 
     inputs = inputs_digest(bundle, collection, samples, prior)
     record = {"row": spec.row, "fold": fold, "params": fingerprint({"spec": spec.to_dict(), "seed": seed}),
               "bundle": bundle_fp, "data": inputs}
+    if reuse is not None and (hparams := reuse_job(Path(reuse), record, out)) is not None:
+        return hparams
     grid = spec.grid()
     for point in grid:              # what the constructors check (DESA: heads divide d_model), before any training
         try:
@@ -347,6 +353,31 @@ def run_job(spec: ModelSpec, bundle: Bundle, collection: Collection, fold: int, 
     write_parquet(best.curve, out / "curve.parquet")
     trained.save(out / MODEL_FILE)
     shutil.rmtree(out / "tune", ignore_errors=True)
+    return hparams
+
+
+def reuse_job(source: Path, record: dict, out: Path) -> dict | None:
+    """Copy the job in ``source`` to ``out`` when it trained the model ``record`` names (the same row, fold,
+    settings and seed, bundle and training data: :data:`~srdiv.train.records.IDENTITY`); None otherwise
+    (nothing there, another model, or files srdiv did not write whole). Training is deterministic given
+    those, so the copy is what training again would give, with the code that trained it (its
+    ``timings.json`` names the commit, and ``reused_from`` the source). Returns the copied ``hparams.json``.
+    """
+    try:
+        hparams, timings = read_record(source / "hparams.json"), read_record(source / "timings.json")
+        if identity(hparams) != record:
+            return None
+        trained = Trained.load(source)
+        verify(source / "curve.parquet", "learning curve", required=True)
+    except (InputError, OSError):
+        return None
+    with atomic_path(out / "curve.parquet") as tmp:
+        shutil.copyfile(source / "curve.parquet", tmp)
+    write_text(json.dumps(hparams, indent=2, default=_jsonable) + "\n", out / "hparams.json")
+    write_text(json.dumps({**timings, "reused_from": str(source)}, indent=2) + "\n", out / "timings.json")
+    trained.save(out / MODEL_FILE)
+    print(f"{record['row']} fold {record['fold']}: the model of {source} (the same settings, seed and inputs), "
+          "copied instead of trained again", file=sys.stderr, flush=True)
     return hparams
 
 
