@@ -486,10 +486,11 @@ def test_a_study_copies_the_main_runs_identical_model_and_trains_a_changed_one(t
     main_dir = tmp_path / "main" / "ListMLE" / "fold1"
     first = run_job(model_spec(PARAMS, "ListMLE"), bundle, coll, 1, main_dir, seed=7, progress=False)
     trained_epochs = []
+    (tmp_path / "study" / "ListMLE" / "fold1" / "tune").mkdir(parents=True)   # an interrupted attempt's
     copied = run_job(model_spec(PARAMS, "ListMLE"), bundle, coll, 1, tmp_path / "study" / "ListMLE" / "fold1",
                      seed=7, progress=False, reuse=main_dir, callbacks=[lambda e, r: trained_epochs.append(e)])
     study_dir = tmp_path / "study" / "ListMLE" / "fold1"
-    assert trained_epochs == [] and copied == first
+    assert trained_epochs == [] and copied == first and not (tmp_path / "study/ListMLE/fold1/tune").exists()
     for name in ("model.pt", "hparams.json", "curve.parquet"):
         assert (study_dir / name).read_bytes() == (main_dir / name).read_bytes()
     timings = read_record(study_dir / "timings.json")

@@ -376,6 +376,7 @@ def reuse_job(source: Path, record: dict, out: Path) -> dict | None:
     write_text(json.dumps(hparams, indent=2, default=_jsonable) + "\n", out / "hparams.json")
     write_text(json.dumps({**timings, "reused_from": str(source)}, indent=2) + "\n", out / "timings.json")
     trained.save(out / MODEL_FILE)
+    shutil.rmtree(out / "tune", ignore_errors=True)      # an interrupted attempt's checkpoints
     print(f"{record['row']} fold {record['fold']}: the model of {source} (the same settings, seed and inputs), "
           "copied instead of trained again", file=sys.stderr, flush=True)
     return hparams
