@@ -92,10 +92,14 @@ class Bundle:
         rows = np.asarray(rows, dtype=np.int64)
         return replace(self, qids=self.qids[rows], **{f: getattr(self, f)[rows] for f in ARRAY_FIELDS})
 
+    def rows(self, qids) -> np.ndarray:
+        """The rows (indices into axis 0) of the queries named in ``qids``, in that order."""
+        pos = {q: i for i, q in enumerate(self.qids)}
+        return np.array([pos[q] for q in qids], dtype=np.int64)
+
     def select_qids(self, qids) -> "Bundle":
         """The queries named in ``qids`` (in that order)."""
-        pos = {q: i for i, q in enumerate(self.qids)}
-        return self.select([pos[q] for q in qids])
+        return self.select(self.rows(qids))
 
     def truncate(self, n_docs: int) -> "Bundle":
         """Keep the top ``n_docs`` candidates of the initial run (e.g. 20 for training)."""

@@ -51,12 +51,11 @@ def fold_split(folds: pd.DataFrame, fold: int, where: str = "folds table") -> Fo
 def query_rows(bundle: Bundle, qids: list[str], where: str = "bundle") -> np.ndarray:
     """The bundle's rows of the queries ``qids`` (in that order); a fold query missing from the bundle is
     an error."""
-    pos = {q: i for i, q in enumerate(bundle.qids)}
-    missing = sorted(set(qids) - set(pos))
+    missing = sorted(set(qids) - set(bundle.qids))
     if missing:
         raise InputError(where, f"{len(missing)} queries of the folds table are missing from the bundle: "
                                 f"{missing[:5]}")
-    return np.array([pos[q] for q in qids], dtype=np.int64)
+    return bundle.rows(qids)
 
 
 def select_queries(bundle: Bundle, qids: list[str], where: str = "bundle") -> Bundle:

@@ -368,12 +368,13 @@ def reuse_job(source: Path, record: dict, out: Path) -> dict | None:
         if identity(hparams) != record:
             return None
         trained = Trained.load(source)
-        verify(source / "curve.parquet", "learning curve", required=True)
+        for name in ("hparams.json", "curve.parquet"):
+            verify(source / name, name, required=True)
     except (InputError, OSError):
         return None
-    with atomic_path(out / "curve.parquet") as tmp:
-        shutil.copyfile(source / "curve.parquet", tmp)
-    write_text(json.dumps(hparams, indent=2, default=_jsonable) + "\n", out / "hparams.json")
+    for name in ("hparams.json", "curve.parquet"):
+        with atomic_path(out / name) as tmp:
+            shutil.copyfile(source / name, tmp)
     write_text(json.dumps({**timings, "reused_from": str(source)}, indent=2) + "\n", out / "timings.json")
     trained.save(out / MODEL_FILE)
     shutil.rmtree(out / "tune", ignore_errors=True)      # an interrupted attempt's checkpoints
