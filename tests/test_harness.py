@@ -1,7 +1,11 @@
 """The (model, fold) harness: fold protocol, params rows, tuning, priors, outputs, resume, gather, CLI."""
 
 import json
+import multiprocessing
+import os
+import signal
 import sys
+import time
 from dataclasses import replace
 from pathlib import Path
 
@@ -26,7 +30,7 @@ from srdiv.models.initial import InitialRanking
 from srdiv.models.listmle import ListMLE
 from srdiv.models.ranking import resolve_device
 from srdiv.registry import MODELS
-from srdiv.train.job import OUTPUTS, Trained, rank_job, row_device, run_job, uses_gpu
+from srdiv.train.job import OUTPUTS, Trained, in_processes, rank_job, row_device, run_job, tune_workers, uses_gpu
 from srdiv.train.records import read_record
 
 
@@ -479,6 +483,73 @@ def test_a_grid_point_that_diverges_is_an_early_stop_not_a_failed_job(tmp_path):
     assert read_record(out / "hparams.json")["grid"][1]["diverged"] == wild["diverged"]
     with pytest.raises(InputError, match="diverged; lower the learning rate"):
         run_job(model_spec(params, "Wild"), bundle, coll, 1, tmp_path / "Wild", seed=7, progress=False)
+
+
+@MODELS.register("test-fails-at")
+class FailsAt(ListMLE):
+    """ListMLE whose training raises srdiv's input error at ``lr`` 1.0 (a point trained in another process)."""
+
+    def __init__(self, dims, fail=False):
+        super().__init__(dims)
+        self.fail = fail
+
+    def list_scores(self, batch):
+        if self.fail and self.training:
+            raise InputError("bad.tsv", "a reason from the point's process", line=3)
+        return super().list_scores(batch)
+
+
+def test_tune_points_trained_side_by_side_give_the_models_of_one_thread(tmp_path):
+    """With ``threads`` the points of a CPU row train in that many forked processes at once; the chosen
+    model, every point's record and the curve are those of the points trained one after the other."""
+    bundle, coll = make_data()
+    params = {**PARAMS, "models": {"Grid": {
+        "model": {"name": "listmle"}, "objective": {"name": "mle"}, "optim": {"name": "sgd", "args": {"lr": 0.1}},
+        "tune": {"optim.args.lr": [0.01, 0.1, 1.0, 10.0, 1.0e38]}}}}
+    spec = model_spec(params, "Grid")
+    assert tune_workers(spec, 8, torch.device("cpu")) == 5 and tune_workers(spec, 3, torch.device("cpu")) == 3
+    assert tune_workers(spec, 8, torch.device("cuda")) == 1
+    assert tune_workers(model_spec(PARAMS, "Cover"), 8, torch.device("cpu")) == 1    # nothing to train
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        one = run_job(spec, bundle, coll, 1, tmp_path / "one", seed=7, progress=False)
+        three = run_job(spec, bundle, coll, 1, tmp_path / "three", seed=7, progress=False, threads=3)
+    finally:
+        torch.set_num_threads(threads)
+    assert one == three and one["grid"][4]["diverged"]
+    assert [read_record(tmp_path / d / "timings.json")["tune_workers"] for d in ("one", "three")] == [1, 3]
+    a, b = Trained.load(tmp_path / "one"), Trained.load(tmp_path / "three")
+    assert a.state.keys() == b.state.keys() and all(torch.equal(a.state[k], b.state[k]) for k in a.state)
+    pd.testing.assert_frame_equal(pd.read_parquet(tmp_path / "one" / "curve.parquet").drop(columns="seconds"),
+                                  pd.read_parquet(tmp_path / "three" / "curve.parquet").drop(columns="seconds"))
+    assert not (tmp_path / "three" / "tune").exists()
+    # an error in a point's process is the job's error, as the point would raise it alone
+    failing = {**PARAMS, "models": {"Fails": {
+        "model": {"name": "test-fails-at"}, "objective": {"name": "mle"}, "optim": {"name": "adam"},
+        "tune": {"model.args.fail": [False, True]}}}}
+    with pytest.raises(InputError, match=r"^bad.tsv:3: a reason from the point's process$"):
+        run_job(model_spec(failing, "Fails"), bundle, coll, 1, tmp_path / "fails", seed=7, progress=False, threads=2)
+
+
+def _square_or_fail(i):
+    if i == 1:
+        os.kill(os.getpid(), signal.SIGKILL)
+    if i == 2:
+        raise ValueError("task three fails")
+    if i == 3:
+        time.sleep(600)
+    return i * i
+
+
+def test_in_processes_answers_in_order_names_a_killed_task_and_stops_the_others():
+    assert in_processes(lambda i: i * i, 5, 2) == [0, 1, 4, 9, 16]
+    with pytest.raises(RuntimeError, match="task 2 of 2 ended .*without an answer"):
+        in_processes(_square_or_fail, 2, 2)
+    start = time.monotonic()
+    with pytest.raises(ValueError, match="task three fails"):     # task 4 sleeps 600 s: stopped, not waited for
+        in_processes(lambda i: _square_or_fail(i + 1 if i else 3), 2, 2)
+    assert time.monotonic() - start < 300 and multiprocessing.active_children() == []
 
 
 def test_a_study_copies_the_main_runs_identical_model_and_trains_a_changed_one(tmp_path):

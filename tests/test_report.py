@@ -143,7 +143,8 @@ def test_performance_table_counts_trainings_best_at_their_last_epoch_and_their_d
         write_job(tmp_path / "models" / row / f"fold{fold}", row, fold,
                   hparams={"chosen": {"lam": 0.5}, "grid": grid, "spec": {"train": {"epochs": allowed}}},
                   timings={"train_seconds": 10.0 * fold, "device": "cuda" if row == "B" else "cpu",
-                           **({"reused_from": "work/x/models/C/fold1"} if row == "C" else {})},
+                           **({"reused_from": "work/x/models/C/fold1"} if row == "C" else {}),
+                           **({"tune_workers": 2} if (row, fold) == ("A", 2) else {})},
                   rank={"device": "cuda:1"})
 
     job("A", 1, 10, 10, 10)   # best at the last epoch allowed
@@ -154,7 +155,7 @@ def test_performance_table_counts_trainings_best_at_their_last_epoch_and_their_d
     perf = performance_table(tmp_path / "models", None, specs)
     assert perf.set_index("Method")["best at last epoch"].fillna("-").to_dict() == {"A": "1/2", "B": "1/1", "C": "-"}
     assert perf.set_index("Method")["trained on"].to_dict() == {     # the training device, not the ranking one
-        "A": "cpu (2)", "B": "cuda (1)", "C": "cpu, copied (1)"}
+        "A": "cpu (1), cpu, 2 points at once (1)", "B": "cuda (1)", "C": "cpu, copied (1)"}
     with pytest.raises(InputError, match="row B has no job records for fold 2, which the metrics hold"):
         performance_table(tmp_path / "models", None, specs, folds=[1, 2])      # never a median over fewer folds
     (tmp_path / "models/A/fold2/rank.json").unlink()

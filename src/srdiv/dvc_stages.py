@@ -53,7 +53,7 @@ SRC = Path(__file__).resolve().parent
 
 def snakemake_jobs(snakefile: Path, configfiles: Sequence[Path], targets: Sequence[str] = (), cores: int = 1) -> list:
     """The jobs of the Snakemake DAG for ``targets`` (default target when empty), in topological order
-    (their threads as ``--cores cores`` gives them).
+    (their threads as ``--cores cores`` gives them, and their priorities).
 
     The DAG is built as Snakemake's job processes build it, without checking that the files no rule
     makes are there: a DVC stage may depend on data not on this machine (the licensed DSSA release),
@@ -75,6 +75,7 @@ def snakemake_jobs(snakefile: Path, configfiles: Sequence[Path], targets: Sequen
         workflow = dag_api.workflow_api._workflow
         workflow._prepare_dag(forceall=True, ignore_incomplete=True, lock_warn_only=True)
         workflow._build_dag()
+        workflow.dag.update_priority()      # each job's `priority`, as a run computes it
         return [job for level in workflow.dag.toposorted()
                 for job in sorted(level, key=lambda job: [str(f) for f in job.output]) if job.shellcmd]
 

@@ -25,6 +25,9 @@ class InputError(Exception):
         where = self.path if line is None else f"{self.path}:{line}"
         super().__init__(f"{where}: {message}")
 
+    def __reduce__(self):       # pickled as its parts (a process training tune points sends it back)
+        return type(self), (self.path, self.reason, self.line)
+
 
 def first_misfit(values, integer: bool, low: float = -np.inf, high: float = np.inf) -> int | None:
     """Position of the first value that is not a finite number (a whole one when ``integer``) in

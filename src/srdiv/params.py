@@ -243,7 +243,7 @@ _TABLE_SPEC = _record(title=_NAME, reference=_NAME, runs=_list(_NAME), note=_NAM
 SCHEMA = Check(**{**_record(
     seed=_int(0, 2**32 - 1), dataset=_NAME, study=_NAME, folds=_list(_int(1)),
     **{"import": _list(_NAME)},
-    run_models=Check("any", alternatives=(_str("all"), _list(_NAME))), gpu_jobs=_int(1),
+    run_models=Check("any", alternatives=(_str("all"), _list(_NAME))), gpu_jobs=_int(1), train_threads=_int(1),
     datasets=_table(Check(**{**_record(
         collection=_NAME, representation=_REPRESENTATION, features=_str("text", "dssa-release"),
         dssa_release=_NAME, docs=_NAME,

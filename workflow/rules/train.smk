@@ -41,7 +41,8 @@ rule train:
         sections=lambda wildcards: tracked(train_sections(wildcards)),
         optional=optional_args,
         out=lambda wildcards: model_dir(wildcards.model, wildcards.fold),
-    threads: 1
+    threads: train_threads
+    priority: train_priority
     resources:
         gpu=gpu_share,
     log:

@@ -188,7 +188,8 @@ def performance_table(models_dir: Path | None, benchmarks_dir: Path | None, spec
     seconds ``s``, peak memory ``max_rss`` in MB). "trained on" counts the folds per training device
     (``timings.json``): train seconds on a GPU and on a CPU are not comparable; "copied" marks a study's
     job that copied the main run's identical model (``srdiv train --reuse``: train seconds are the main
-    run's, job wall seconds the copy's). A job stopped and
+    run's, job wall seconds the copy's), "N points at once" a job that trained N tune points side by side
+    (its train seconds are wall seconds, not the sum over its processes). A job stopped and
     resumed has train seconds over all its sittings (``timings.json``) but job wall seconds of its
     last sitting only (the benchmark file). "best at last epoch" counts the folds whose chosen point
     was best at the last epoch its row allows: training that may not have converged. "folds" counts the
@@ -200,6 +201,8 @@ def performance_table(models_dir: Path | None, benchmarks_dir: Path | None, spec
         if models_dir is not None:
             jobs = job_records(models_dir, spec, folds)
             timings = [{**job["rank.json"], **job["timings.json"]} for job in jobs]   # the training device
+            timings = [{**t, "device": f"{t['device']}, {t['tune_workers']} points at once"}
+                       if t.get("tune_workers", 1) > 1 else t for t in timings]
             timings = [{**t, "device": f"{t['device']}, copied"} if "reused_from" in t else t for t in timings]
             if timings:
                 frame = pd.DataFrame(timings)

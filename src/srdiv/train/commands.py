@@ -9,8 +9,10 @@ import typer
 
 from srdiv.options import PARAMS
 
-THREADS = typer.Option(0, help="torch CPU threads (0: torch's default). One thread per job is fastest for "
-                               "these small models on a busy machine.")
+THREADS = typer.Option(0, help="CPU threads of the job (0: torch's default). srdiv train: a row that trains "
+                               "on the CPU trains up to this many tune points at once, a process and a thread "
+                               "each (the same models as one thread); otherwise torch's threads. One thread "
+                               "per process is fastest for these small models on a busy machine.")
 
 
 def configure_torch(threads: int) -> None:
@@ -69,7 +71,8 @@ def train(
     data, coll = Bundle.load(bundle), load_collection(collection)
     hparams = run_job(spec, data, coll, fold, out, seed=loaded.get("seed", 0),
                       samples=Samples.load(samples) if samples else None,
-                      prior=Trained.load(prior) if prior else None, progress=progress, reuse=reuse)
+                      prior=Trained.load(prior) if prior else None, progress=progress, reuse=reuse,
+                      threads=threads)
     typer.echo(f"{model} fold {fold}: chosen {hparams['chosen']}, validation "
                f"{hparams['valid_measure']} {hparams['valid']:.4f}", err=True)
     if rank_test:

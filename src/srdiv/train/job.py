@@ -25,12 +25,16 @@ import hashlib
 import inspect
 import json
 import math
+import multiprocessing
+import pickle
 import shutil
+import signal
 import sys
 import time
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
-from typing import Any, Sequence
+from multiprocessing.connection import wait
+from typing import Any, Callable, Sequence
 
 import numpy as np
 import pandas as pd
@@ -86,6 +90,17 @@ def row_device(spec: ModelSpec) -> str:
 def uses_gpu(spec: ModelSpec) -> bool:
     """Whether a row's train job (which also ranks) may run on CUDA (:func:`row_device` ``auto`` or ``cuda[:k]``)."""
     return row_device(spec) == "auto" or row_device(spec).startswith("cuda")
+
+
+def tune_workers(spec: ModelSpec, threads: int, device: torch.device) -> int:
+    """How many of a row's tune points one job trains at once with ``threads`` CPU threads: one forked
+    process per point, one torch thread each, for a row that trains on the CPU; 1 (the points one after
+    the other) for a row that trains nothing or runs on CUDA (forked processes cannot share a CUDA context).
+    The points are independent and each seeds its own model and trainer, so the chosen model is the one
+    of a single thread whatever the number (tests/test_harness.py)."""
+    if spec.objective is None or device.type != "cpu":
+        return 1
+    return max(1, min(threads, len(spec.grid())))
 
 
 def check_rows(params: dict, rows: Sequence[str], where: str | Sequence[str | Path] = "params.yaml") -> None:
@@ -253,13 +268,13 @@ class FoldData:
 
 @dataclass
 class TunedPoint:
-    """One grid point after training: its spec, validation score, model and learning curve."""
+    """One grid point after training: its spec, validation score, model weights (on the CPU) and learning curve."""
 
     point: dict
     spec: ModelSpec
     valid: float
     best_epoch: int
-    model: DiversityModel
+    state: dict
     curve: pd.DataFrame
     diverged: int = 0
 
@@ -273,11 +288,12 @@ class TunedPoint:
 
 def run_job(spec: ModelSpec, bundle: Bundle, collection: Collection, fold: int, out: str | Path, seed: int = 0,
             samples: Samples | None = None, prior: Trained | None = None, callbacks: Sequence[Callback] = (),
-            progress: bool | None = None, reuse: str | Path | None = None) -> dict[str, Any]:
+            progress: bool | None = None, reuse: str | Path | None = None, threads: int = 1) -> dict[str, Any]:
     """Tune and train ``spec`` on trial ``fold``; write the chosen model and its records under ``out``.
 
     ``reuse``: another job directory (a study passes the main run's); when it holds this very model
-    (:func:`reuse_job`), that is copied instead of training again.
+    (:func:`reuse_job`), that is copied instead of training again. ``threads``: CPU threads the job may
+    use; a row training on the CPU trains up to that many tune points at once (:func:`tune_workers`).
 
     Outputs: ``hparams.json`` (chosen point, its validation score, every grid
     point's), ``timings.json`` (``train_seconds`` over the whole grid: this sitting's wall time plus
@@ -318,26 +334,30 @@ def run_job(spec: ModelSpec, bundle: Bundle, collection: Collection, fold: int, 
             build_model(spec.at(point), data.valid.dims, prior_model)
         except (TypeError, ValueError, RuntimeError) as err:
             raise InputError("--model", f"row {spec.row} at {point or 'its settings'}: {err}") from None
-    tuned, restored_epochs, restored_seconds = [], 0, 0.0
-    for i, point in enumerate(grid):
-        point_spec = spec.at(point)
+
+    def tune(i: int) -> tuple[TunedPoint, int, float]:
+        """Point ``i`` of the grid, trained (or only validated), and the epochs and seconds it restored."""
+        point_spec = spec.at(grid[i])
         torch.manual_seed(seed)
         model = build_model(point_spec, data.valid.dims, prior_model).to(device)
-        if point_spec.objective and trainable(model):
-            objective = OBJECTIVES.get(point_spec.objective.name)(**point_spec.objective.args)
-            objective.samples = samples
-            trainer = Trainer(point_spec.train, point_spec.optim, device, seed, out / "tune" / f"point{i}.pt",
-                              _fingerprint(point_spec, seed, fold, inputs), callbacks, progress,
-                              desc=f"{spec.row} fold{fold} point {i + 1}/{len(grid)}")
-            fit = trainer.fit(model, objective, data.train, validate)
-            restored_epochs += fit.restored_epochs
-            restored_seconds += fit.restored_seconds
-            tuned.append(TunedPoint(point, point_spec, fit.valid, fit.epoch, model, fit.curve, fit.diverged))
-        else:
-            tuned.append(TunedPoint(point, point_spec, validate(model), 0, model, curve_frame([])))
+        if not (point_spec.objective and trainable(model)):
+            return TunedPoint(grid[i], point_spec, validate(model), 0, _cpu_state(model), curve_frame([])), 0, 0.0
+        objective = OBJECTIVES.get(point_spec.objective.name)(**point_spec.objective.args)
+        objective.samples = samples
+        trainer = Trainer(point_spec.train, point_spec.optim, device, seed, out / "tune" / f"point{i}.pt",
+                          _fingerprint(point_spec, seed, fold, inputs), callbacks, progress,
+                          desc=f"{spec.row} fold{fold} point {i + 1}/{len(grid)}")
+        fit = trainer.fit(model, objective, data.train, validate)
+        return (TunedPoint(grid[i], point_spec, fit.valid, fit.epoch, _cpu_state(model), fit.curve, fit.diverged),
+                fit.restored_epochs, fit.restored_seconds)
+
+    workers = tune_workers(spec, threads, device)
+    results = in_processes(tune, len(grid), workers) if workers > 1 else [tune(i) for i in range(len(grid))]
+    tuned = [t for t, _, _ in results]
+    restored_epochs, restored_seconds = sum(r for _, r, _ in results), sum(s for _, _, s in results)
     train_seconds = time.perf_counter() - start + restored_seconds
     best = max(tuned, key=lambda t: t.valid if math.isfinite(t.valid) else -math.inf)  # the first of equals
-    trained = Trained(best.spec, data.valid.dims, _cpu_state(best.model), data.scaler, prior, record)
+    trained = Trained(best.spec, data.valid.dims, best.state, data.scaler, prior, record)
     bad = trained.non_finite() if math.isfinite(best.valid) else "validation score"
     if bad:
         raise InputError("--model", f"row {spec.row} fold {fold}: training ended with a {bad} that is not finite "
@@ -347,6 +367,7 @@ def run_job(spec: ModelSpec, bundle: Bundle, collection: Collection, fold: int, 
                "valid_measure": settings.valid_measure, "valid": best.valid,
                "grid": [t.summary() for t in tuned], "spec": best.spec.to_dict()}
     timings = {"train_seconds": train_seconds, "restored_epochs": restored_epochs, "tune_points": len(grid),
+               "tune_workers": workers,
                "device": str(device), "commit": git_commit()}
     write_text(json.dumps(hparams, indent=2, default=_jsonable) + "\n", out / "hparams.json")
     write_text(json.dumps(timings, indent=2) + "\n", out / "timings.json")
@@ -354,6 +375,60 @@ def run_job(spec: ModelSpec, bundle: Bundle, collection: Collection, fold: int, 
     trained.save(out / MODEL_FILE)
     shutil.rmtree(out / "tune", ignore_errors=True)
     return hparams
+
+
+def in_processes(task: Callable[[int], Any], n: int, workers: int) -> list:
+    """``[task(0), ..., task(n - 1)]``, each in a forked process (which reads the parent's data without a
+    copy), at most ``workers`` at once, one torch thread each. A task's exception is raised here; a process
+    that ends without an answer (killed: out of memory?) is an error naming its task; when this raises
+    or is interrupted, the processes still running are stopped."""
+    context = multiprocessing.get_context("fork")
+    results: list = [None] * n
+    todo, running = list(range(n)), {}
+    try:
+        while todo or running:
+            while todo and len(running) < workers:
+                i = todo.pop(0)
+                receive, send = context.Pipe(duplex=False)
+                process = context.Process(target=_answer, args=(task, i, send), daemon=True)
+                process.start()
+                send.close()
+                running[receive] = (i, process)
+            for receive in wait(list(running)):
+                i, process = running.pop(receive)
+                try:
+                    ok, value = pickle.loads(receive.recv_bytes())
+                except EOFError:
+                    process.join()
+                    raise RuntimeError(f"the process of task {i + 1} of {n} ended (exit code {process.exitcode}) "
+                                       "without an answer: killed, out of memory?") from None
+                process.join()
+                if not ok:
+                    raise value
+                results[i] = value
+    finally:
+        for _, process in running.values():
+            process.terminate()
+            process.join()
+    return results
+
+
+def _answer(task: Callable[[int], Any], i: int, send) -> None:
+    """The forked process of :func:`in_processes`: ``task(i)`` on one thread, sent back with whether it
+    succeeded. Ctrl-C is the parent's to answer; SIGTERM (from the parent stopping it) ends it quietly."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    torch.set_num_threads(1)
+    try:
+        answer = (True, task(i))
+    except Exception as err:
+        answer = (False, err)
+    try:                # plain pickle: the tensors' bytes, not torch's shared-memory handles to this process
+        message = pickle.dumps(answer)
+    except Exception as err:      # an answer that cannot be pickled: say what it was
+        message = pickle.dumps((False, RuntimeError(f"task {i + 1}: {answer[1]!r} (not sent back: {err})")))
+    send.send_bytes(message)
+    send.close()
 
 
 def reuse_job(source: Path, record: dict, out: Path) -> dict | None:
