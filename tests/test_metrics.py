@@ -1,6 +1,7 @@
 """Official diversity metrics: hand-worked cases, the greedy ideal, and equality with ndeval (pyndeval)."""
 
 import itertools
+import math
 
 import numpy as np
 import pandas as pd
@@ -19,6 +20,8 @@ from srdiv.metrics import (
     rank_labels,
     s_recall,
 )
+from srdiv.metrics.diversity import CUTOFFS, IdealValues, greedy_ideal, ideal_depth
+from srdiv.metrics.evaluate import qrels_labels
 from srdiv.metrics.runs import order_run
 
 pyndeval = pytest.importorskip("pyndeval")
@@ -262,6 +265,32 @@ def test_lemur_run_equals_ndeval(trec):
     ours = evaluate_run(trec.run, trec.qrels)
     assert ours["qid"].nunique() == 198
     assert_equal_to_ndeval(ours, ndeval(trec.run, trec.qrels))
+
+
+def test_ideal_rankings_stop_where_the_measures_stop_reading():
+    """Cutoffs alone read the ideal's top k; NRBP reads ranks while beta ** r can still move its sum's last bit."""
+    assert ideal_depth((5, 10, 20), 6.0) == 20
+    # N beta^D / (1 - beta) <= 2^-60 with N = 6, beta = 1/2: D >= 60 + log2(12) = 63.6
+    assert ideal_depth((5, 10, 20), 6.0, 0.5) == 64
+    assert ideal_depth((5, 10, 20), 6.0, 0.0) == 20
+    assert ideal_depth((5,), 1.0, 0.9) == math.ceil((60 + math.log2(10)) / -math.log2(0.9))
+    assert ideal_depth((5, 10, 20), 6.0, 1.0) is None
+
+
+def test_the_cut_ideal_gives_the_whole_ideals_values_bit_for_bit(trec):
+    """The TREC qrels hold topics with up to 666 relevant documents: the greedy stops at 64 ranks, and
+    every value the measures divide by is the one of the whole ideal ranking."""
+    labels = qrels_labels(trec.qrels)
+    row = len(labels.docnos) - 1 - labels.doc
+    assert np.bincount(labels.topic).max() > 600
+    for beta in (0.5, 0.9):
+        rank = greedy_ideal(labels.topic, row, labels.col)
+        whole = IdealValues(labels.topic, rank, labels.col, labels.n_subtopics, 0.5, beta, CUTOFFS)
+        cut = DiversityEvaluator(trec.qrels, beta=beta).ideal
+        assert cut.nrbp.view(np.int64).tolist() == whole.nrbp.view(np.int64).tolist()
+        for k in CUTOFFS:
+            assert cut.dcg[k].view(np.int64).tolist() == whole.dcg[k].view(np.int64).tolist()
+            assert cut.err[k].view(np.int64).tolist() == whole.err[k].view(np.int64).tolist()
 
 
 def test_permuted_lemur_runs_equal_ndeval(trec):

@@ -309,6 +309,26 @@ def label_gains(topic: np.ndarray, rank: np.ndarray, col: np.ndarray,
     return t[new_doc], r[new_doc], np.add.reduceat(contribution, new_doc) if len(t) else contribution, in_order
 
 
+def ideal_depth(cutoffs: tuple[int, ...], n_subtopics: float, beta: float | None = None) -> int | None:
+    """Ranks of the ideal rankings the measures read: the largest cutoff, or with ``beta`` (NRBP, whole
+    list) as many as decide NRBP to double precision (None: all).
+
+    Past rank ``D`` each rank adds at most ``N * beta ** (r - 1)`` to NRBP's sum, ``N * beta ** D / (1 - beta)``
+    in all, while rank 1 alone adds at least 1 (the ideal's first document is relevant). ``D`` keeps the
+    rest under ``2 ** -60`` of the sum, below the last bit of a double, for ``N = n_subtopics`` (the most
+    of any topic).
+    """
+    depth = max(cutoffs, default=1)
+    if beta is None:
+        return depth
+    if not 0.0 <= beta < 1.0:
+        return None
+    if beta == 0.0:
+        return depth
+    tail = math.ceil((60 + math.log2(max(n_subtopics, 1.0) / (1.0 - beta))) / -math.log2(beta))
+    return max(depth, tail)
+
+
 class IdealValues:
     """The ideal rankings' values the normalised measures divide by, computed once for fixed qrels.
 

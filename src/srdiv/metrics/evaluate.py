@@ -22,7 +22,8 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from srdiv.metrics.diversity import ALPHA, BETA, CUTOFFS, IdealValues, greedy_ideal, official_metrics, row_order
+from srdiv.metrics.diversity import (ALPHA, BETA, CUTOFFS, IdealValues, greedy_ideal, ideal_depth, official_metrics,
+                                     row_order)
 from srdiv.metrics.runs import arrow_text, rank_run, text_codes
 
 CUTOFF_FAMILIES = ("alpha_nDCG", "ERR_IA", "nERR_IA", "P_IA", "StRecall")
@@ -110,9 +111,13 @@ class DiversityEvaluator:
         labels = qrels_labels(qrels)
         self.qids, self.docnos = labels.qids, labels.docnos
         self.topics = pa.array(self.qids, pa.large_string())
-        # ties go to the greatest docno: rows by docno descending
-        rank = greedy_ideal(labels.topic, len(self.docnos) - 1 - labels.doc, labels.col, alpha)
-        self.ideal = IdealValues(labels.topic, rank, labels.col, labels.n_subtopics, alpha, beta, self.cutoffs)
+        # ties go to the greatest docno: rows by docno descending; ranks past what the measures read are left out
+        nrbp = beta if set(self.measures) & set(WHOLE_LIST) else None
+        depth = ideal_depth(self.cutoffs, labels.n_subtopics.max(initial=0.0), nrbp)
+        rank = greedy_ideal(labels.topic, len(self.docnos) - 1 - labels.doc, labels.col, alpha, depth)
+        ranked = rank > 0
+        self.ideal = IdealValues(labels.topic[ranked], rank[ranked], labels.col[ranked], labels.n_subtopics,
+                                 alpha, beta, self.cutoffs)
         # the labels grouped by (topic, document), sorted: a run document's labels are found by binary search
         order = row_order(labels.topic, labels.doc, labels.col)
         key = (labels.topic * len(self.docnos) + labels.doc)[order]
