@@ -508,7 +508,8 @@ def test_tune_points_trained_side_by_side_give_the_models_of_one_thread(tmp_path
         "tune": {"optim.args.lr": [0.01, 0.1, 1.0, 10.0, 1.0e38]}}}}
     spec = model_spec(params, "Grid")
     assert tune_workers(spec, 8, torch.device("cpu")) == 5 and tune_workers(spec, 3, torch.device("cpu")) == 3
-    assert tune_workers(spec, 8, torch.device("cuda")) == 1
+    assert tune_workers(spec, 8, torch.device("cuda")) == 1 and tune_workers(spec, 8, "cuda:0") == 1
+    assert tune_workers(spec, 2) == 2    # the CPU unless told
     assert tune_workers(model_spec(PARAMS, "Cover"), 8, torch.device("cpu")) == 1    # nothing to train
     threads = torch.get_num_threads()
     torch.set_num_threads(1)

@@ -5,8 +5,6 @@ from srdiv.params import REPRESENTATIONS, dataset_settings, lineage, load_params
 from srdiv.experiment import model_specs, run_rows
 from srdiv.text.defaults import stage_params
 from srdiv.metrics.gather import reference_runs
-import torch
-
 from srdiv.train.job import check_rows, tune_workers, uses_gpu
 
 # The setting is params.yaml (and config/main.yaml when no setting is named: the Snakefile's MAIN_TABLE) and
@@ -122,7 +120,7 @@ def train_threads(wildcards):
     spec = SPECS[wildcards.model]
     cores = workflow.global_resources["_cores"].value    # None where an executor gives each job its own node
     threads = config["train_threads"] if cores is None else min(config["train_threads"], max(1, cores // 4))
-    return 1 if uses_gpu(spec) else tune_workers(spec, threads, torch.device("cpu"))
+    return 1 if uses_gpu(spec) else tune_workers(spec, threads)
 
 
 def train_priority(wildcards):

@@ -92,13 +92,13 @@ def uses_gpu(spec: ModelSpec) -> bool:
     return row_device(spec) == "auto" or row_device(spec).startswith("cuda")
 
 
-def tune_workers(spec: ModelSpec, threads: int, device: torch.device) -> int:
+def tune_workers(spec: ModelSpec, threads: int, device: torch.device | str = "cpu") -> int:
     """How many of a row's tune points one job trains at once with ``threads`` CPU threads: one forked
     process per point, one torch thread each, for a row that trains on the CPU; 1 (the points one after
     the other) for a row that trains nothing or runs on CUDA (forked processes cannot share a CUDA context).
     The points are independent and each seeds its own model and trainer, so the chosen model is the one
     of a single thread whatever the number (tests/test_harness.py)."""
-    if spec.objective is None or device.type != "cpu":
+    if spec.objective is None or torch.device(device).type != "cpu":
         return 1
     return max(1, min(threads, len(spec.grid())))
 
