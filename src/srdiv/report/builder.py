@@ -178,6 +178,15 @@ def training_commits(models_dir: Path | None, specs: list[RunSpec]) -> list[str]
     return [f"- rows trained at commit `{commit}`: {', '.join(rows)}" for commit, rows in rows_at.items()]
 
 
+def _device_label(timings: dict) -> str:
+    """A job's training device as the performance table names it: with the tune points it trained at once
+    and whether it was copied (``timings.json``)."""
+    label = timings["device"]
+    if timings.get("tune_workers", 1) > 1:
+        label += f", {timings['tune_workers']} points at once"
+    return label + (", copied" if "reused_from" in timings else "")
+
+
 def performance_table(models_dir: Path | None, benchmarks_dir: Path | None, specs: list[RunSpec],
                       folds: list[int] | None = None) -> pd.DataFrame:
     """Median train seconds and ranking ms per query over folds, with Snakemake benchmark records.
@@ -201,9 +210,7 @@ def performance_table(models_dir: Path | None, benchmarks_dir: Path | None, spec
         if models_dir is not None:
             jobs = job_records(models_dir, spec, folds)
             timings = [{**job["rank.json"], **job["timings.json"]} for job in jobs]   # the training device
-            timings = [{**t, "device": f"{t['device']}, {t['tune_workers']} points at once"}
-                       if t.get("tune_workers", 1) > 1 else t for t in timings]
-            timings = [{**t, "device": f"{t['device']}, copied"} if "reused_from" in t else t for t in timings]
+            timings = [{**t, "device": _device_label(t)} for t in timings]
             if timings:
                 frame = pd.DataFrame(timings)
                 devices = sorted(frame["device"].value_counts().items())
