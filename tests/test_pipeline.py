@@ -255,3 +255,43 @@ def test_smoke_through_snakemake_and_dvc_gives_same_tables(tmp_path):
     row = next(line for line in (results["snakemake"] / "tables" / "main.md").read_text().splitlines()
                if line.startswith("| LinearXQuAD |"))
     assert len([cell for cell in row.split("|")[2:-1] if cell.strip().lstrip("*").startswith(".")]) == 5, row
+    _gpu_train_jobs_round_trip(work, tmp_path / "gpu-machine", env)
+
+
+def _gpu_train_jobs_round_trip(work: Path, machine: Path, env: dict) -> None:
+    """scripts/gpu_train_jobs.sh (docs/running.md): a row's jobs packed in the smoke checkout, trained in a copy
+    of the project with no work/ and no Snakemake on its PATH, and unpacked; Snakemake then trains none of them."""
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t"]
+    for args in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "smoke"]):
+        subprocess.run(git + args, cwd=work, check=True, capture_output=True)
+    (work / "gpu-row.yaml").write_text("run_models+: [DESA-1-1]\n")
+    script = ["bash", "scripts/gpu_train_jobs.sh"]
+    overlays = ["examples/linear-xquad.yaml", "gpu-row.yaml"]   # the last run's, then the row's
+    setting = {**env, "CONFIG": " ".join(["config/smoke.yaml", *overlays])}
+    packed = subprocess.run(script + ["pack", "DESA-1-1"], capture_output=True, text=True, cwd=work,
+                            env={**setting, "PART_BYTES": str(2 ** 18)})
+    assert packed.returncode == 0, packed.stdout + packed.stderr
+    parts = sorted(p.name for p in (work / "work/gpu-carry").iterdir())
+    assert len(parts) > 1 and "2 jobs" in packed.stdout, packed.stdout   # two folds; inputs cut into 256-KiB parts
+    _copy_project(machine)
+    shutil.copy2(work / "gpu-row.yaml", machine)
+    shutil.copytree(work / "work/gpu-carry", machine / "work/gpu-carry")
+    bare = os.pathsep.join(d for d in env["PATH"].split(os.pathsep) if d and not (Path(d) / "snakemake").exists())
+    python = machine / "bin"    # a python3 with torch and the other packages; srdiv comes from the copy's src
+    python.mkdir()
+    (python / "python3").write_text(f'#!/bin/sh\nexec "{BIN / "python"}" "$@"\n')
+    (python / "python3").chmod(0o755)
+    trained = subprocess.run(script + ["train", str(machine / "out")], capture_output=True, text=True, cwd=machine,
+                             env={**os.environ, "PATH": f"{python}:{bare}", "PARALLEL": "2", "THREADS": "1"})
+    assert trained.returncode == 0, trained.stdout + trained.stderr
+    assert "2 of 2 jobs finished, 2 of them packed now" in trained.stdout, trained.stdout
+    status = (machine / "out/status.tsv").read_text().splitlines()
+    assert len(status) == 3 and all(line.split("\t")[1] == "0" for line in status[1:]), status
+    unpacked = subprocess.run(script + ["unpack", str(machine / "out")], capture_output=True, text=True, cwd=work)
+    assert unpacked.returncode == 0, unpacked.stderr
+    again = subprocess.run(script + ["unpack", str(machine / "out")], capture_output=True, text=True, cwd=work)
+    assert again.returncode == 2 and "is already here" in again.stderr
+    planned = subprocess.run([str(BIN / "snakemake"), "-n", "--cores", "2", "--configfile", *map(str, SMOKE),
+                              *overlays], capture_output=True, text=True, env=env, cwd=work)
+    assert planned.returncode == 0, planned.stderr[-3000:]
+    assert "rule train:" not in planned.stdout and "models/DESA-1-1/fold2/run.txt" in planned.stdout, planned.stdout
