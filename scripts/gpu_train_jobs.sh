@@ -34,6 +34,9 @@ PACKS=work/gpu-return
 cmd=${1:-}; shift || true
 
 die() { echo "gpu_train_jobs: $*" >&2; exit 2; }
+job_dir() { sed -E 's/.*--out ([^ ]+).*/\1/'; }   # of train commands on stdin: each job's directory
+job_log() { sed -E 's/.* 2> ([^ ]+)$/\1/'; }        # and its log
+export -f job_dir job_log
 
 pack() {
     [ $# -gt 0 ] || die "pack: name the rows to train (e.g. DESA-1-1 DESA-3-1)"
@@ -127,7 +130,7 @@ EOF
     sed -E "s/--threads [0-9]+/--threads $threads/" "$CARRY/1/jobs.txt" | while IFS= read -r job; do
         printf '%s\0' "$job"
     done | END=$end OUT_STATUS="$out/status.tsv" xargs -0 -P "${PARALLEL:-4}" -I{} bash -c '
-        job=$1; dir=$(sed -E "s/.*--out ([^ ]+).*/\1/" <<< "$job"); log=$(sed -E "s/.* 2> ([^ ]+)$/\1/" <<< "$job")
+        job=$1; dir=$(job_dir <<< "$job"); log=$(job_log <<< "$job")
         [ -f "$dir/rank.json" ] && exit 0
         left=$(( END - $(date +%s) )); [ "$left" -gt 10 ] || exit 0
         mkdir -p "$(dirname "$log")"; start=$(date +%s); status=0
@@ -142,13 +145,13 @@ EOF
         [ -f "$dir/rank.json" ] || continue
         done_dirs+=("$dir")
         grep -qxF -- "$dir" "$PACKS/packed.txt" || fresh+=("$dir")
-    done < <(sed -E "s/.*--out ([^ ]+).*/\1/" "$CARRY/1/jobs.txt")
+    done < <(job_dir < "$CARRY/1/jobs.txt")
     local i=0
     while [ $i -lt ${#fresh[@]} ]; do
         local members=() logs=() d
         for d in "${fresh[@]:$i:2}"; do
             members+=("$d")
-            logs+=("$(grep -F -- "--out $d " "$CARRY/1/jobs.txt" | sed -E 's/.* 2> ([^ ]+)$/\1/')")
+            logs+=("$(grep -F -- "--out $d " "$CARRY/1/jobs.txt" | job_log)")
         done
         # named after its first job (ROW-foldK), unique across calls
         tar -cf "$PACKS/pack-$(basename "$(dirname "${members[0]}")")-$(basename "${members[0]}").tar" --exclude=tune \
