@@ -52,7 +52,7 @@ pack() {
         on && $2 ~ /^[0-9]+$/ && $1 != "train" && $1 != "total" {print $1}' "$dry" | sort -u | tr '\n' ' ')
     [ -z "$others" ] || die "pack: the dry run would also run: $others (make those outputs here first)"
     mkdir -p "$CARRY/1"
-    local row found=0
+    local row found
     for row in "$@"; do
         grep -E "^Shell command: srdiv train --model $row --fold " "$dry" | sed 's/^Shell command: //' \
             >> "$CARRY/1/jobs.txt" || die "pack: no train job of row '$row' left to run in this setting"
@@ -127,9 +127,8 @@ EOF
     printf 'job\texit\tseconds\n' > "$out/status.tsv"
     local threads=${THREADS:-3}
     # each line: the rule's command with this machine's threads; skipped when the job's rank.json is there
-    sed -E "s/--threads [0-9]+/--threads $threads/" "$CARRY/1/jobs.txt" | while IFS= read -r job; do
-        printf '%s\0' "$job"
-    done | END=$end OUT_STATUS="$out/status.tsv" xargs -0 -P "${PARALLEL:-4}" -I{} bash -c '
+    sed -E "s/--threads [0-9]+/--threads $threads/" "$CARRY/1/jobs.txt" | tr '\n' '\0' \
+        | END=$end OUT_STATUS="$out/status.tsv" xargs -0 -P "${PARALLEL:-4}" -I{} bash -c '
         job=$1; dir=$(job_dir <<< "$job"); log=$(job_log <<< "$job")
         [ -f "$dir/rank.json" ] && exit 0
         left=$(( END - $(date +%s) )); [ "$left" -gt 10 ] || exit 0
