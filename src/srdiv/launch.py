@@ -3,19 +3,48 @@
 The commands import heavy libraries (typer, pandas, torch) when :mod:`srdiv.cli` is imported; a
 signal during those seconds must end the program as one during a command does (one line, exit 130
 or 143), so this module imports nothing of srdiv's but :mod:`srdiv.interrupts` before it has set
-the handlers.
+the handlers. It also chooses OpenBLAS's kernels (:func:`pin_blas_kernel`), which must happen before
+numpy is first imported.
 """
 
 from __future__ import annotations
 
+import os
+import re
 import signal
+from pathlib import Path
 
 from srdiv.interrupts import Terminated, stopped, terminate
 
+BLAS_KERNEL = "SkylakeX"
+"""OpenBLAS's AVX-512 kernels, with which the committed tables' document vectors and features were built."""
+
+AVX512 = ("avx512f", "avx512cd", "avx512bw", "avx512dq", "avx512vl")
+"""The instruction sets OpenBLAS's SkylakeX kernels use."""
+
+
+def pin_blas_kernel(environ=os.environ, cpuinfo: Path = Path("/proc/cpuinfo")) -> None:
+    """Set ``OPENBLAS_CORETYPE`` to :data:`BLAS_KERNEL` where the CPU has :data:`AVX512` and the user chose none.
+
+    OpenBLAS (numpy, scipy, gensim) otherwise picks its kernels by CPU model, and the kernel decides the
+    last bits of the doc2vec, LDA and SVD vectors: an AMD EPYC left to its own choice (Haswell) builds other
+    LDA topics, and so other diversity features, than the committed ``dvc.lock`` records; with these kernels
+    it builds the same bytes as the Intel Xeon that made them. A CPU without AVX-512 keeps OpenBLAS's choice.
+    """
+    if "OPENBLAS_CORETYPE" in environ:
+        return
+    try:
+        flags = re.search(r"^flags\s*:(.*)$", cpuinfo.read_text(), re.MULTILINE)
+    except OSError:
+        return
+    if flags and set(AVX512) <= set(flags.group(1).split()):
+        environ["OPENBLAS_CORETYPE"] = BLAS_KERNEL
+
 
 def main() -> None:
-    """Set the signal handlers, then import and run the command line (:func:`srdiv.cli.main`)."""
+    """Set the signal handlers and the BLAS kernel, then import and run the command line (:func:`srdiv.cli.main`)."""
     signal.signal(signal.SIGTERM, terminate)
+    pin_blas_kernel()
     try:
         from srdiv.cli import main as run
     except KeyboardInterrupt:
