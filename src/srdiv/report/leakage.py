@@ -205,7 +205,7 @@ def url_sites(docs: pd.DataFrame) -> pd.Series:
     """Each document's site unit from its url (index ``docno``): the host, or the first path segment of a url
     without a scheme (``noun.animal/bass`` -> ``noun.animal``); an empty url has none (``""``)."""
     url = docs["url"].fillna("").astype(str).str.lower()
-    host = url.str.extract(r"^[a-z][a-z0-9+.-]*://([^/?#:@]*)", expand=False)
+    host = url.str.extract(r"^[a-z][a-z0-9+.-]*://(?:[^/?#]*@)?([^/?#:]*)", expand=False)
     return pd.Series(host.fillna(url.str.split("/", n=1).str[0]).to_numpy(), index=docs["docno"].to_numpy())
 
 
@@ -287,6 +287,11 @@ Figure 1 on TREC covers every Web Track 2009-2012 topic with subtopics; figures
 Figure 4 needs the documents' text, which TREC's public files lack. Figure 5 on
 TREC covers every judged topic; its unit is the ClueWeb09 file, the nearest
 analogue of a site the public files give (they hold no url).
+
+A column `<collection>, oracle aspects` measures the suggestions table given
+with `--oracle` in place of the collection's own: for wordnet-div, the oracle
+study's aspects, drawn from the sense structure that defines relevance, not
+from the official subtopics' texts.
 
 {leakage_table(columns)}
 """
