@@ -93,6 +93,18 @@ def test_params_rows_are_grouped_as_the_papers_group_them():
     assert table.to_markdown().index("*Supervised implicit*") < table.to_markdown().index("*Supervised explicit*")
 
 
+def test_a_settings_note_follows_its_main_and_cutoff_tables():
+    """The oracle study's tables say where its aspects come from (config/oracle.yaml, report.note)."""
+    note = load_params([ROOT / "params.yaml", ROOT / "config" / "oracle.yaml"])["report"]["note"]
+    assert "sense structure that defines relevance" in note and "not from the official subtopics' texts" in note
+    metrics, _ = fake_metrics()
+    tables = build_tables(metrics, {**PARAMS, "report": {**PARAMS["report"], "note": note}})
+    assert tables["main"].note.startswith("▲/▼") and tables["main"].note.endswith(note)
+    assert tables["cutoffs"].note.endswith(note) and note in tables["main"].to_markdown()
+    assert note not in tables["ablation-dssa"].note
+    assert note not in build_tables(metrics, PARAMS)["main"].note
+
+
 def test_an_ablation_note_follows_the_tests_note():
     metrics, _ = fake_metrics()
     dssa = {**PARAMS["report"]["ablations"]["dssa"], "note": "DSSA (dot) also has 100 hidden units."}

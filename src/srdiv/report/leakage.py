@@ -29,7 +29,7 @@ Web Track 2009-2012 files and the DSSA feature release's slice):
    distinct candidates (top ``depth``) of a topic judged relevant, once for
    each pair of subtopics ``(s, t)`` they are relevant to: do the two share a
    *site unit*, the host of their url (of a url without a scheme, its first
-   path segment: wordnet-div's lexicographer file), or where no url is public
+   path segment: the lexicographer file in wordnet-div's earlier urls), or where no url is public
    (TREC) the ClueWeb09 file the docno names (``clueweb09-en0003-55``: a crawl
    file holds pages fetched together, often of one site)? Reported: the share
    of same-subtopic pairs (``s = t``) and of cross-subtopic pairs (``s != t``)
