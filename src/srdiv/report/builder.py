@@ -102,8 +102,9 @@ def build_tables(metrics: pd.DataFrame, params: dict) -> dict[str, Table]:
                                  [GROUP_TITLES.get(s.group, s.group) for s in main], cfg.cutoff_measures,
                                  "Performance at cut-offs 5 and 10", cfg.reference, cfg.alpha, cfg.holm),
     }
-    for table in tables.values() if cfg.note else []:   # e.g. the oracle study's aspects (config/oracle.yaml)
-        table.note = f"{table.note}\n\n{cfg.note}".strip()
+    if cfg.note:   # e.g. where the oracle study's aspects come from (config/oracle.yaml)
+        for table in tables.values():
+            table.note = f"{table.note}\n\n{cfg.note}".strip()
     labels = {s.key: s.label for s in specs}
     present = set(metrics["run"])
     published = [s.label for s in specs if s.group == "published" and s.label in present]

@@ -31,7 +31,7 @@ Web Track 2009-2012 files and the DSSA feature release's slice):
    *site unit*, the host of their url (of a url without a scheme, its first
    path segment: the lexicographer file in wordnet-div's earlier urls), or where no url is public
    (TREC) the ClueWeb09 file the docno names (``clueweb09-en0003-55``: a crawl
-   file holds pages fetched together, often of one site)? Reported: the share
+   file holds pages fetched together, the closest the docno comes to a site)? Reported: the share
    of same-subtopic pairs (``s = t``) and of cross-subtopic pairs (``s != t``)
    sharing one; the gap is what the unit (read by the URL features, doc2vec
    and LDA) tells a model about the subtopics.
