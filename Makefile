@@ -55,7 +55,7 @@ run-sweeps: $(STAMP)
 run-desa-ablations: $(STAMP)
 	$(SMK) --configfile params.yaml config/desa-ablations.yaml $(CONFIG)
 
-## the explicit rows with wordnet-div's oracle aspects as suggestions, an upper bound (results/wordnet-div-oracle)
+## the explicit rows with wordnet-div's sense-structure (oracle) aspects as suggestions (results/wordnet-div-oracle)
 run-oracle: $(STAMP)
 	$(SMK) --configfile params.yaml config/oracle.yaml $(CONFIG)
 

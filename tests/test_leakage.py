@@ -8,10 +8,13 @@ from srdiv.collection.schema import Collection
 from srdiv.report.leakage import (
     Strings,
     auc,
+    docno_files,
     feature_auc,
     leakage_table,
     named_relevant,
+    shared_sites,
     subtopic_matches,
+    url_sites,
     xquad_run,
 )
 
@@ -79,3 +82,29 @@ def test_xquad_run_covers_a_second_aspect_before_a_second_relevant_document():
 def test_leakage_table_leaves_unmeasured_cells_empty():
     table = leakage_table({"TREC": {"x": 0.5}, "open": {"x": 0.25, "n": 751.0}})
     assert table.splitlines()[2:] == ["| x | 0.500 | 0.250 |", "| n |  | 751 |"]
+
+
+def test_site_units_from_urls_and_docnos():
+    docs = pd.DataFrame({"docno": list("abcde"), "url": ["https://GitHub.com/x/y", "http://user@host.org:80/p",
+                                                           "noun.animal/bass", "bass", ""]})
+    assert url_sites(docs).to_dict() == {"a": "github.com", "b": "host.org", "c": "noun.animal", "d": "bass", "e": ""}
+    assert docno_files(pd.Series(["clueweb09-en0003-55-31884", "clueweb09-enwp01-10-00001",
+                                  "clueweb09-en0003-55-31884"])).to_dict() == {
+        "clueweb09-en0003-55-31884": "clueweb09-en0003-55", "clueweb09-enwp01-10-00001": "clueweb09-enwp01-10"}
+
+
+def test_shared_sites_counts_each_pair_of_subtopics_of_two_relevant_candidates():
+    coll = _coll()
+    # query 1: a (subtopics 1 and 2), b (1), c (2), d (2, ranked below the depth), e (not relevant)
+    coll.qrels = pd.DataFrame({"qid": "1", "sid": ["1", "2", "1", "2", "2", "1"], "docno": list("aabcde"),
+                               "grade": 1, "rel": [1, 1, 1, 1, 1, 0]})
+    coll.run = pd.DataFrame({"qid": "1", "docno": list("abcde"), "rank": [1, 2, 3, 5, 4], "score": 0.0})
+    sites = pd.Series({"a": "s", "b": "s", "c": "t", "d": "s", "e": "s"})
+    # top 4: a, b, c, e. Pairs (docs, subtopics): a-b (1,1) same, shared; a-b (2,1) cross, shared;
+    # a-c (1,2) cross, not; a-c (2,2) same, not; b-c (1,2) cross, not. d lies below the depth, e is not relevant.
+    figures = shared_sites(coll, sites, depth=4)
+    assert figures["same-subtopic relevant pairs sharing a site unit"] == pytest.approx(1 / 2)
+    assert figures["cross-subtopic relevant pairs sharing a site unit"] == pytest.approx(1 / 3)
+    # an empty unit is no site: nothing is shared
+    figures = shared_sites(coll, pd.Series({"a": "", "b": "", "c": ""}), depth=4)
+    assert figures["same-subtopic relevant pairs sharing a site unit"] == 0.0

@@ -11,8 +11,9 @@ from scipy import stats
 
 from srdiv.io import InputError
 from srdiv.metrics.stats import holm_adjust, paired_pvalues
-from srdiv.report.builder import build_report, build_tables, params_hash
-from helpers import write_job
+from srdiv.params import load_params
+from srdiv.report.builder import GROUP_TITLES, build_report, build_tables, params_hash, run_specs
+from helpers import ROOT, write_job
 
 MEASURES = ["ERR_IA@20", "alpha_nDCG@20", "NRBP", "P_IA@20", "StRecall@20",
             "ERR_IA@5", "ERR_IA@10", "alpha_nDCG@5", "alpha_nDCG@10", "StRecall@5", "StRecall@10"]
@@ -60,6 +61,48 @@ def test_main_table_means_bold_and_markers():
     assert main.groups == ["Initial ranking", "Unsupervised", "Supervised explicit"]
     abl = tables["ablation-dssa"]
     assert abl.markers.at["DSSA (dot)", "NRBP"] == "▼"
+
+
+PAPER_GROUPS = {   # DSSA (TKDE Table 2, Section 6.1), DESA (CIKM Section 2.1), DALETOR (WWW Section 2)
+    "initial": ["Initial"], "reference": ["Random", "Cosine"],
+    "unsupervised": ["MMR", "xQuAD", "PM2", "HxQuAD", "HPM2"],
+    "implicit": ["ListMLE", "R-LTR", "PAMM", "R-LTR-NTN", "PAMM-NTN", "MDP-DIV", "DALETOR"],
+    "explicit": ["DSSA", "HDSSA", "DESA"],
+}
+
+
+def test_params_rows_are_grouped_as_the_papers_group_them():
+    """Every row of params.yaml, variants by the model they vary, is in its paper's group, and the
+    tables list the groups in the papers' order (implicit before explicit)."""
+    params = load_params(ROOT / "params.yaml")
+    specs = [s for s in run_specs(params) if s.group != "published"]
+    paper = {model: group for group, models in PAPER_GROUPS.items() for model in models}
+    assert {s.model for s in specs} == set(paper)
+    assert {s.label: s.group for s in specs} == {s.label: paper[s.model] for s in specs}
+    order = [list(GROUP_TITLES).index(s.group) for s in specs]
+    assert order == sorted(order)
+    rng = np.random.default_rng(0)
+    main_rows = [s for s in specs if not s.variant]
+    metrics = pd.DataFrame([(s.model, "", 1, f"q{i}", m, rng.random()) for s in main_rows for i in range(6)
+                            for m in MEASURES], columns=["model", "variant", "fold", "qid", "measure", "value"])
+    table = build_tables(metrics, params)["main"]
+    titles = dict(zip(table.values.index, table.groups))
+    assert [titles[r] for r in ("ListMLE", "R-LTR", "PAMM", "R-LTR-NTN", "PAMM-NTN", "MDP-DIV", "DALETOR")] == \
+        ["Supervised implicit"] * 7
+    assert [titles[r] for r in ("DSSA", "HDSSA", "DESA")] == ["Supervised explicit"] * 3
+    assert table.to_markdown().index("*Supervised implicit*") < table.to_markdown().index("*Supervised explicit*")
+
+
+def test_a_settings_note_follows_its_main_and_cutoff_tables():
+    """The oracle study's tables say where its aspects come from (config/oracle.yaml, report.note)."""
+    note = load_params([ROOT / "params.yaml", ROOT / "config" / "oracle.yaml"])["report"]["note"]
+    assert "sense structure that defines relevance" in note and "not from the official subtopics' texts" in note
+    metrics, _ = fake_metrics()
+    tables = build_tables(metrics, {**PARAMS, "report": {**PARAMS["report"], "note": note}})
+    assert tables["main"].note.startswith("▲/▼") and tables["main"].note.endswith(note)
+    assert tables["cutoffs"].note.endswith(note) and note in tables["main"].to_markdown()
+    assert note not in tables["ablation-dssa"].note
+    assert note not in build_tables(metrics, PARAMS)["main"].note
 
 
 def test_an_ablation_note_follows_the_tests_note():

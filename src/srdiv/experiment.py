@@ -9,7 +9,9 @@ A model row::
                                    # {prior: <Row>}`` is replaced by that row's trained model of the same fold
       objective: {name: list_pairwise, args: {}}    # OBJECTIVES registry name; absent: nothing to train
       optim: {name: adam, args: {lr: 0.001, weight_decay: 0.0}}   # adam | sgd | adagrad (lr 1e-3 by default)
-      group: explicit              # initial | reference | unsupervised | implicit | explicit (tables)
+      group: explicit              # initial | reference | unsupervised | implicit | explicit (tables): a
+                                   # supervised model is explicit when it reads the query's subtopics
+                                   # (suggestions), implicit when it relates documents without them
       train: {epochs: 30}          # per-row overrides of the ``train`` section
       tune: {model.args.lam: [0.1, 0.5], optim.args.lr: [0.001, 0.01]}
       variant_of: DSSA             # for ablation rows (tables), with ``variant: <label>``

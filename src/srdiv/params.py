@@ -265,7 +265,7 @@ SCHEMA = Check(**{**_record(
     report=_record(
         reference=_NAME, alpha=Check("number", 0, 1, above=True, below=True), holm=_BOOL, main_measures=_list(_MEASURE), cutoff_measures=_list(_MEASURE),
         ablations=_table(_TABLE_SPEC), per_position=_record(model=_NAME, baseline=_NAME),
-        reference_runs=_table(_NAME),
+        reference_runs=_table(_NAME), note=_NAME,
         sweeps=_table(_record(title=_NAME, x=_NAME, runs=_table(_num())))),
 ).__dict__, "retired": {
     "params_files": "not needed any more: the files given (snakemake --configfile, srdiv --params) are the setting"}})

@@ -8,7 +8,9 @@ sense in WordNet's hierarchy. Construction, in order (parameters in
 1. **Documents**: one per synset of every POS, ``docno`` ``wn-<pos>-<offset>``;
    ``title`` = lemma names; ``body`` = the gloss (definition and examples);
    ``anchor`` = titles of the synsets whose pointers reach this one; ``url`` =
-   lexicographer file / first lemma. ``pagerank``, ``inlinks``, ``outlinks``
+   the first lemma (not the lexicographer file: relevant documents of one sense
+   share theirs far more often than TREC's share a crawl file, ``docs/leakage.md``
+   figure 5). ``pagerank``, ``inlinks``, ``outlinks``
    come from the pointer graph (distinct synset pairs, self-loops dropped).
 2. **Queries**: single-word nouns (``[a-z]+``) with at least ``min_senses``
    noun senses spread over at least ``min_lexfiles`` lexicographer files.
@@ -41,7 +43,7 @@ from srdiv.collection import settings
 from srdiv.collection.graph import anchor_texts, pagerank
 from srdiv.collection.schema import Collection, load_collection
 from srdiv.collection.suggest import WORD, CompletionSettings, completion_suggestions, segments
-from srdiv.collection.wordnet_files import LEXNAMES, WordNet, read_wordnet
+from srdiv.collection.wordnet_files import WordNet, read_wordnet
 from srdiv.index.analysis import STOPWORDS, s_stem, tokenize
 from srdiv.index.sparse import FieldIndex
 from srdiv.io import InputError
@@ -148,7 +150,7 @@ def build_docs(wn: WordNet, cfg: WordnetDivConfig) -> pd.DataFrame:
         "title": title,
         "body": syn["gloss"],
         "anchor": anchor_texts(adj, title, rank, cfg.anchor_links),
-        "url": [f"{LEXNAMES[f]}/{ls[0]}" for f, ls in zip(syn["lexfile"], lemmas)],
+        "url": [ls[0] for ls in lemmas],
         "pagerank": rank,
         "inlinks": np.asarray(adj.sum(axis=0)).ravel().astype(np.int64),
         "outlinks": np.asarray(adj.sum(axis=1)).ravel().astype(np.int64),

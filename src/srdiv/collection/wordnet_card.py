@@ -14,7 +14,7 @@ from srdiv.collection.schema import Collection
 from srdiv.collection.wordnet import WordnetDivConfig
 
 ORACLE_FILE = "oracle-suggestions.parquet"
-"""The oracle aspects (:mod:`srdiv.collection.wordnet_oracle`), written beside the tables: a study of their own."""
+"""The sense-structure aspects (:mod:`srdiv.collection.wordnet_oracle`), written beside the tables: the oracle study's."""
 CARD_MEASURES = ("alpha_nDCG@5", "alpha_nDCG@10", "alpha_nDCG@20", "ERR_IA@20", "nERR_IA@20",
                  "NRBP", "nNRBP", "P_IA@20", "StRecall@20")
 """Official measures of the initial run reported on the card."""
@@ -143,7 +143,8 @@ this copy.
 1. **Documents**: one per synset of every part of speech. `docno` is
    `wn-<pos>-<offset>` (`n`, `v`, `a` (satellites included), `r`); `title` =
    the lemma names; `body` = the gloss (definition and examples); `url` =
-   lexicographer file / first lemma (`noun.artifact/bass`). Links come from
+   the first lemma (`bass`), without the lexicographer file (see "What the
+   inputs give away"). Links come from
    running text, as on the web, and never from WordNet's pointers (whose
    closure defines relevance): a gloss that names a noun lemma (longest match
    of up to three words, the last one possibly plural; a lone stopword is not a
@@ -199,28 +200,40 @@ Measured on this copy by `srdiv.collection.wordnet_card.collection_stats`
 ## What the inputs give away, beside TREC
 
 The repository's `docs/leakage.md` measures, for this collection, for its
-oracle aspects, for debian-facets and for the TREC Web Track 2009-2012 (the
+sense-structure aspects, for debian-facets and for the TREC Web Track 2009-2012 (the
 vendored topics, subtopics and Google suggestions; the DSSA release's 13-topic
 feature slice), what the suggestions and relevance features a model reads
 tell about the judgments (method and command on that page). In short:
 suggestions match subtopics and name relevant candidates about as often as
-TREC's do, and far less than the oracle aspects; the anchor field, once the
+TREC's do, and far less than the sense-structure aspects; the anchor field, once the
 strongest shortcut (anchor BM25 per-topic AUC .92 when built from the relevance
 pointers), now separates relevant from non-relevant candidates less than
 TREC's anchor text does, since most candidates have no inlink. With a fixed
 relevance function (figure 4) xQuAD falls below the initial run with these
-suggestions and rises above it with the oracle aspects: the suggestions are
+suggestions and rises above it with the sense-structure aspects: the suggestions are
 noisy, as real ones are, and a model must learn which ones to trust.
 
-## Oracle aspects (a study of their own)
+The `url` field no longer carries the lexicographer file (`noun.animal/...`).
+With it, relevant candidates of one subtopic shared their url's first segment
+in .944 of pairs against .305 across subtopics (figure 5 of `docs/leakage.md`,
+measured on the collection as committed before the change), and the URL
+features, doc2vec and LDA read it. TREC's public files hold no url; their
+nearest analogue, the ClueWeb09 crawl file a docno names, is shared by .077 of
+same-subtopic pairs against .061 across subtopics (every judged topic, top 50
+of the vendored run). The lexicographer file told far more than that, so the
+url is the first lemma alone; `docs/leakage.md` gives the figure for this copy.
+
+## Sense-structure aspects (the oracle study)
 
 `{ORACLE_FILE}` holds the suggestions this collection had before they were
 found to read the judgments' structure (`srdiv.collection.wordnet_oracle`):
 each sense of the query, official or not, takes turns giving its most typical
 word from a profile of its synset, its subtree (the relevance closure) and its
 hypernyms; a level-2 string adds the first lemma of a hyponym of its sense.
-They are near-oracle aspects, the upper bound diversification papers report
-with the official subtopics, and the pipeline reads them only in the
+They are aspects drawn from the sense structure that defines relevance, not
+from the official subtopics' texts, as the upper bound diversification papers
+report ("official subtopics as aspects") is: they know more of the judgments
+than subtopic texts would. The pipeline reads them only in the
 `wordnet-div-oracle` dataset (`make run-oracle`), never in the main table.
 
 ## Build parameters

@@ -28,17 +28,6 @@ from srdiv.io import InputError
 POS_FILES = {"n": "noun", "v": "verb", "a": "adj", "r": "adv"}
 """Synset order of the collection: nouns, verbs, adjectives, adverbs, each in file order."""
 
-LEXNAMES = (
-    "adj.all adj.pert adv.all noun.Tops noun.act noun.animal noun.artifact noun.attribute "
-    "noun.body noun.cognition noun.communication noun.event noun.feeling noun.food noun.group "
-    "noun.location noun.motive noun.object noun.person noun.phenomenon noun.plant "
-    "noun.possession noun.process noun.quantity noun.relation noun.shape noun.state "
-    "noun.substance noun.time verb.body verb.change verb.cognition verb.communication "
-    "verb.competition verb.consumption verb.contact verb.creation verb.emotion verb.motion "
-    "verb.perception verb.possession verb.social verb.stative verb.weather adj.ppl"
-).split()
-"""Lexicographer file names by number (WordNet's ``lexnames(5WN)``)."""
-
 _MARKER = re.compile(r"\([a-z]+\)$")
 
 

@@ -3,9 +3,11 @@
 These were the collection's suggestions until they were found to read the
 judgments' own structure (the sense subtrees are the relevance closure, every
 sense gets a turn, and 45.6% of level-2 strings named a relevant pooled
-document). They are kept as a study of their own, "official subtopics as
-aspects", the upper bound that diversification papers report; the collection's
-suggestions come from text alone (:mod:`srdiv.collection.suggest`).
+document). They are kept as a study of their own, the oracle study: aspects
+drawn from the sense structure that defines relevance, which know more of the
+judgments than the official subtopics' texts that the papers' upper bound
+("official subtopics as aspects") reads; the collection's suggestions come
+from text alone (:mod:`srdiv.collection.suggest`).
 
 **Level 1** (at most ``suggestions`` per query): strings ``"<query> <word>"``.
 Each noun sense ``k`` of the query (official subtopic or not) has a *profile*:

@@ -60,6 +60,7 @@ class ReportConfig:
     per_position: dict | None = None
     reference_runs: dict[str, str] = field(default_factory=dict)
     sweeps: dict[str, dict] = field(default_factory=dict)
+    note: str = ""          # what sets this setting's data apart, under its main and cut-off tables
 
     @classmethod
     def from_params(cls, params: dict) -> "ReportConfig":
@@ -101,6 +102,9 @@ def build_tables(metrics: pd.DataFrame, params: dict) -> dict[str, Table]:
                                  [GROUP_TITLES.get(s.group, s.group) for s in main], cfg.cutoff_measures,
                                  "Performance at cut-offs 5 and 10", cfg.reference, cfg.alpha, cfg.holm),
     }
+    if cfg.note:   # e.g. where the oracle study's aspects come from (config/oracle.yaml)
+        for table in tables.values():
+            table.note = f"{table.note}\n\n{cfg.note}".strip()
     labels = {s.key: s.label for s in specs}
     present = set(metrics["run"])
     published = [s.label for s in specs if s.group == "published" and s.label in present]

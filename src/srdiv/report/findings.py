@@ -58,7 +58,7 @@ def gain_shares(rows: list[str], realistic: str, oracle: str, base: str = "Initi
     """A Markdown table: per row, its mean with the ``realistic`` directory's aspects and with the ``oracle``
     directory's, each over ``base`` (the shared initial run), and the share of the oracle's gain the
     realistic aspects reach: ``(realistic - base) / (oracle - base)`` (the leakage page's figure 4, per row)."""
-    lines = [f"| {measure} | {base} | with suggestions | with official subtopics | share of the oracle gain |",
+    lines = [f"| {measure} | {base} | with suggestions | with oracle aspects | share of the oracle gain |",
              "|---|---:|---:|---:|---:|"]
     for row in rows:
         real, orc = _side(f"{realistic}/{row}", measure, results), _side(f"{oracle}/{row}", measure, results)

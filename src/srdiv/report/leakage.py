@@ -1,7 +1,7 @@
 """What a collection's suggestions and features give away about its judgments, beside TREC.
 
 A benchmark is only as honest as its construction: the inputs a model reads
-must know no more of the judgments than the TREC Web Track's do. Four figures,
+must know no more of the judgments than the TREC Web Track's do. Five figures,
 each computed the same way for an open collection and for TREC (the vendored
 Web Track 2009-2012 files and the DSSA feature release's slice):
 
@@ -25,6 +25,16 @@ Web Track 2009-2012 files and the DSSA feature release's slice):
    softmax of the text-field LMIR over the candidates, lambda 0.5, uniform
    aspect weights (Santos et al. 2010, Eq. 3-5). The subtopics enter as
    aspects through their text.
+5. **Relevant documents of one subtopic share a site.** Every pair of
+   distinct candidates (top ``depth``) of a topic judged relevant, once for
+   each pair of subtopics ``(s, t)`` they are relevant to: do the two share a
+   *site unit*, the host of their url (of a url without a scheme, its first
+   path segment: the lexicographer file in wordnet-div's earlier urls), or where no url is public
+   (TREC) the ClueWeb09 file the docno names (``clueweb09-en0003-55``: a crawl
+   file holds pages fetched together, the closest the docno comes to a site)? Reported: the share
+   of same-subtopic pairs (``s = t``) and of cross-subtopic pairs (``s != t``)
+   sharing one; the gap is what the unit (read by the URL features, doc2vec
+   and LDA) tells a model about the subtopics.
 """
 
 from __future__ import annotations
@@ -190,22 +200,55 @@ def oracle_gain_share(coll: Collection, feats: pd.DataFrame, strings: Strings, c
             "xQuAD's share of the oracle gain": (with_sugg - initial) / (with_subs - initial)}
 
 
+# ------------------------------------------------------------------ figure 5
+def url_sites(docs: pd.DataFrame) -> pd.Series:
+    """Each document's site unit from its url (index ``docno``): the host, or the first path segment of a url
+    without a scheme (``noun.animal/bass`` -> ``noun.animal``); an empty url has none (``""``)."""
+    url = docs["url"].fillna("").astype(str).str.lower()
+    host = url.str.extract(r"^[a-z][a-z0-9+.-]*://(?:[^/?#]*@)?([^/?#:]*)", expand=False)
+    return pd.Series(host.fillna(url.str.split("/", n=1).str[0]).to_numpy(), index=docs["docno"].to_numpy())
+
+
+def docno_files(docnos: pd.Series) -> pd.Series:
+    """Each docno's crawl file (index ``docno``): the docno without its last ``-`` part
+    (``clueweb09-en0003-55-31884`` -> ``clueweb09-en0003-55``)."""
+    docnos = pd.Series(pd.unique(docnos))
+    return pd.Series(docnos.str.rsplit("-", n=1).str[0].to_numpy(), index=docnos.to_numpy())
+
+
+def shared_sites(coll: Collection, sites: pd.Series, depth: int) -> dict[str, float]:
+    """Figure 5: shares of same- and cross-subtopic pairs of relevant candidates sharing a site
+    (``sites``: a unit per docno, ``""`` for none)."""
+    top = candidates(coll, depth)[["qid", "docno"]]
+    rel = coll.qrels.loc[coll.qrels["rel"] > 0, ["qid", "sid", "docno"]].drop_duplicates().merge(top)
+    rel = rel.assign(site=sites.reindex(rel["docno"]).fillna("").to_numpy())
+    pairs = rel.merge(rel, on="qid", suffixes=("", "_2"))
+    pairs = pairs[pairs["docno"] < pairs["docno_2"]]
+    shared = ((pairs["site"] == pairs["site_2"]) & (pairs["site"] != "")).to_numpy()
+    same = (pairs["sid"] == pairs["sid_2"]).to_numpy()
+    share = lambda hits: float(hits.mean()) if len(hits) else np.nan  # noqa: E731
+    return {"same-subtopic relevant pairs sharing a site unit": share(shared[same]),
+            "cross-subtopic relevant pairs sharing a site unit": share(shared[~same])}
+
+
 # -------------------------------------------------------------------- entries
 def measure_collection(coll: Collection, docs: pd.DataFrame, params: dict) -> dict[str, float]:
-    """All four figures of a collection with documents (``params``: the ``features`` section)."""
+    """All five figures of a collection with documents (``params``: the ``features`` section)."""
     depth = int(params["rank_docs"])
     strings = Strings.of(coll)
     feats = relevance_features(coll, docs, strings.frame[["qid", "sugg_id", "text"]], params)
     cands = relevant_candidates(coll, depth)
     query = feats[feats["sugg_id"] == ""]
     return (subtopic_matches(coll) | named_relevant(feats, strings, cands)
-            | feature_auc(query, cands, FEATURE_NAMES) | oracle_gain_share(coll, feats, strings, cands))
+            | feature_auc(query, cands, FEATURE_NAMES) | oracle_gain_share(coll, feats, strings, cands)
+            | shared_sites(coll, url_sites(docs), depth))
 
 
 def measure_trec(coll: Collection, release: Collection, rel_feat: pd.DataFrame, depth: int) -> dict[str, float]:
     """The figures TREC's public files allow: figure 1 over ``coll`` (every topic with subtopics);
     figures 2 (level 1: the release has no level-2 strings) and 3 from ``rel_feat`` of the release
-    slice (``release``: its topics, suggestions, qrels and run). Figure 4 needs the documents' text."""
+    slice (``release``: its topics, suggestions, qrels and run). Figure 4 needs the documents' text;
+    figure 5 over ``coll`` reads the docnos' crawl files (the public files hold no url)."""
     from srdiv.features.dssa_import import match_strings, normalise
 
     matched = match_strings(release, rel_feat["query"])
@@ -214,7 +257,8 @@ def measure_trec(coll: Collection, release: Collection, rel_feat: pd.DataFrame, 
     strings = Strings.of(release)
     cands = relevant_candidates(release, depth)
     query = feats[feats["sugg_id"] == ""]
-    return subtopic_matches(coll) | named_relevant(feats, strings, cands) | feature_auc(query, cands, FEATURE_NAMES)
+    return (subtopic_matches(coll) | named_relevant(feats, strings, cands) | feature_auc(query, cands, FEATURE_NAMES)
+            | shared_sites(coll, docno_files(coll.qrels["docno"]), depth))
 
 
 def leakage_table(columns: dict[str, dict[str, float]]) -> str:
@@ -240,7 +284,14 @@ Generated by `{command}`; do not edit by hand.
 Figure 1 on TREC covers every Web Track 2009-2012 topic with subtopics; figures
 2 and 3 on TREC come from the 13-topic slice of the DSSA feature release
 (`tests/fixtures/dssa-sample`), whose strings include no level-2 suggestion.
-Figure 4 needs the documents' text, which TREC's public files lack.
+Figure 4 needs the documents' text, which TREC's public files lack. Figure 5 on
+TREC covers every judged topic; its unit is the ClueWeb09 file, the nearest
+analogue of a site the public files give (they hold no url).
+
+A column `<collection>, oracle aspects` measures the suggestions table given
+with `--oracle` in place of the collection's own: for wordnet-div, the oracle
+study's aspects, drawn from the sense structure that defines relevance, not
+from the official subtopics' texts.
 
 {leakage_table(columns)}
 """
