@@ -132,6 +132,14 @@ def test_a_row_depends_on_the_imported_file_that_registers_its_model_or_objectiv
     specs = model_specs(load_params([tmp_path / "mine.yaml"]))
     assert [specs[row].imported_from() for row in ("Own", "OwnLoss", "Plain")] == [["overlay_parts_c.py"]] * 2 + [[]]
     assert registry.source_of(MODELS, "listmle") is None and registry.source_of(MODELS, "no-such") is None
+    # in a process where the file is the first to import srdiv's models, they register during its import: still
+    # srdiv's own, not the file's
+    probe = ("from srdiv.registry import MODELS, import_components, source_of\n"
+             "import_components(['overlay_parts_c.py'], 'mine.yaml')\n"
+             "print(source_of(MODELS, 'dssa'), source_of(MODELS, 'overlay-model-c'))\n")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), os.environ.get("PYTHONPATH", "")])}
+    out = subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert out.returncode == 0 and out.stdout.split() == ["None", "overlay_parts_c.py"], out.stderr[-2000:]
 
 
 def _snakemake(workdir, *args, env):
