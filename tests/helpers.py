@@ -23,6 +23,10 @@ TREC_WEB = ROOT / "data" / "external" / "trec-web-2009-2012"
 DSSA_SAMPLE = FIXTURES / "dssa-sample"
 """The DSSA feature release's 13-topic sample and its collection."""
 
+COMMITTED_COLLECTIONS = [ROOT / "data" / "collections" / name for name in ("wordnet-div", "debian-facets")]
+"""The collections the repository ships, by name: a collection a user imports or builds beside them in
+``data/collections/`` (with documents or without) is theirs, and no test reads it."""
+
 needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
 """Marks a test (or a ``pytest.param``) that runs only where torch sees a CUDA device; CI has none."""
 

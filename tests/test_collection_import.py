@@ -1,18 +1,21 @@
 """``srdiv collection import`` / ``export``: standard TREC-style files to a collection and back, every malformed
 line one error naming the file and the line, nothing half-written."""
 
+import os
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 
-from helpers import FIXTURES, ROOT, cli
+from helpers import COMMITTED_COLLECTIONS as COMMITTED, FIXTURES, ROOT, cli
 from srdiv.collection.schema import TABLES, load_collection
 from srdiv.collection.trec_files import deal_folds, escape, unescape
 
 MINI = FIXTURES / "trec-web-mini"
-COMMITTED = sorted(p for p in (ROOT / "data" / "collections").iterdir() if (p / "topics.parquet").exists())
 
 
 def import_args(d: Path, docs: bool = False) -> list:
@@ -39,6 +42,44 @@ def test_a_committed_collection_round_trips_through_trec_files(source, tmp_path,
     code, err = cli(monkeypatch, capsys, *import_args(tmp_path / "files", docs=True), "--out", tmp_path / "back")
     assert code == 0, err
     assert_same_collection(load_collection(source, with_docs=True), load_collection(tmp_path / "back", with_docs=True))
+
+
+def test_a_collection_of_ones_own_in_data_collections_is_not_read_by_the_tests(tmp_path, monkeypatch, capsys):
+    """A collection imported where the README puts it (``data/collections/<name>``, without documents, with a
+    file of one's own that ends without a newline) beside the shipped ones: the tests that read collections
+    collect the shipped two by name and pass. The repository's tests run in a copy whose ``data/`` links
+    to the real one's folders."""
+    copy = tmp_path / "repo"
+    shutil.copytree(ROOT / "tests", copy / "tests", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(ROOT / "pyproject.toml", copy)
+    (copy / "data" / "collections").mkdir(parents=True)
+    (copy / "data" / "external").symlink_to(ROOT / "data" / "external")
+    for shipped in COMMITTED:
+        (copy / "data" / "collections" / shipped.name).symlink_to(shipped)
+    mine = copy / "data" / "collections" / "my-task"
+    for file, content in GOOD.items():
+        (tmp_path / file).write_text(content)
+    code, err = cli(monkeypatch, capsys, *import_args(tmp_path), "--out", mine)
+    assert code == 0, err
+    (mine / "notes.txt").write_text("my own notes, no newline at the end")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), os.environ.get("PYTHONPATH", "")])}
+    tests = ["tests/test_collection_import.py::test_a_committed_collection_round_trips_through_trec_files",
+             "tests/test_trec_web.py::test_vendored_text_files_end_with_a_newline"]
+    # the round trip collects the shipped two only ("-k task" would select one for my-task: it deselects both),
+    # and the newline check, which reads every shipped text file, passes beside my notes
+    ran = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-k", "newline or task",
+                          *tests], cwd=copy, env=env, capture_output=True, text=True)
+    assert ran.returncode == 0 and "1 passed, 2 deselected" in ran.stdout, ran.stdout[-3000:]
+
+
+def test_the_named_collections_are_the_ones_the_repository_ships():
+    """``COMMITTED_COLLECTIONS`` names every collection folder git tracks (a collection added to the
+    repository is added there too)."""
+    if shutil.which("git") is None or not (ROOT / ".git").exists():
+        pytest.skip("not a git checkout")
+    tracked = subprocess.run(["git", "ls-files", "data/collections"], cwd=ROOT, capture_output=True, text=True,
+                             check=True).stdout.split()
+    assert sorted({Path(p).parts[2] for p in tracked}) == sorted(p.name for p in COMMITTED)
 
 
 def test_the_web_track_files_import_as_the_web_track_builder_reads_them(tmp_path, monkeypatch, capsys):

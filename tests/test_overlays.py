@@ -2,6 +2,8 @@
 the package (``import:`` and the entry point group), each mistake one line naming the file."""
 
 import os
+import re
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -105,3 +107,88 @@ def test_snakemake_passes_every_overlay_to_every_command(tmp_path):
     log = out.stdout + out.stderr
     assert "srdiv train --model Mine --fold 1" in log and "srdiv train --model DESA --fold 1" in log
     assert f"--params params.yaml --params config/smoke.yaml --params {mine}" in log
+
+
+def test_a_row_depends_on_the_imported_file_that_registers_its_model_or_objective(tmp_path, monkeypatch):
+    """The ``import:`` entry whose import registered a row's model or objective is that row's, and only its
+    (srdiv's own components and rows have none)."""
+    from srdiv.experiment import model_specs
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "overlay_parts_c.py").write_text(textwrap.dedent("""
+        from srdiv.models.listmle import ListMLE
+        from srdiv.objectives.mle import PlackettLuceMLE
+        from srdiv.registry import MODELS, OBJECTIVES
+        MODELS.register("overlay-model-c")(ListMLE)          # a class of srdiv's under a name of one's own
+        OBJECTIVES.register("overlay-objective-c")(type("OverlayObjectiveC", (PlackettLuceMLE,), {}))
+    """))
+    (tmp_path / "mine.yaml").write_text(textwrap.dedent("""
+        import: [overlay_parts_c.py]
+        models:
+          Own: {model: {name: overlay-model-c}, objective: {name: mle}}
+          OwnLoss: {model: {name: listmle}, objective: {name: overlay-objective-c}}
+          Plain: {model: {name: listmle}, objective: {name: mle}}
+    """))
+    specs = model_specs(load_params([tmp_path / "mine.yaml"]))
+    assert [specs[row].imported_from() for row in ("Own", "OwnLoss", "Plain")] == [["overlay_parts_c.py"]] * 2 + [[]]
+    assert registry.source_of(MODELS, "listmle") is None and registry.source_of(MODELS, "no-such") is None
+    # in a process where the file is the first to import srdiv's models, they register during its import: still
+    # srdiv's own, not the file's
+    probe = ("from srdiv.registry import MODELS, import_components, source_of\n"
+             "import_components(['overlay_parts_c.py'], 'mine.yaml')\n"
+             "print(source_of(MODELS, 'dssa'), source_of(MODELS, 'overlay-model-c'))\n")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), os.environ.get("PYTHONPATH", "")])}
+    out = subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert out.returncode == 0 and out.stdout.split() == ["None", "overlay_parts_c.py"], out.stderr[-2000:]
+
+
+def _snakemake(workdir, *args, env):
+    out = subprocess.run([str(BIN / "snakemake"), "--cores", "1", "--configfile", "params.yaml", "config/smoke.yaml",
+                          *map(str, args)], cwd=workdir, env=env, capture_output=True, text=True)
+    assert out.returncode == 0, (out.stdout + out.stderr)[-3000:]
+    return out.stdout + out.stderr
+
+
+def _planned(workdir, *overlays, env) -> list[tuple[str, str]]:
+    """``(rule, row)`` of every job ``snakemake -n`` plans (row "" for a job of no row), sorted."""
+    log = _snakemake(workdir, *overlays, "-n", env=env)
+    jobs = re.findall(r"^(?:local)?rule (\w+):\n((?: {4}.*\n?)*)", log, flags=re.M)
+    return sorted((rule, (re.findall(r"wildcards: model=([^,\n]+)", body) or [""])[0]) for rule, body in jobs)
+
+
+def _pretend_run(workdir, *overlays, env, everything=False):
+    """Every output of the DAG made (empty files, folders) and recorded as Snakemake records a run of the
+    jobs it plans (``--touch``): a run without its hours."""
+    make = ("from pathlib import Path\nfrom srdiv.dvc_stages import snakemake_jobs\n"
+            f"for job in snakemake_jobs(Path('Snakefile'), {['params.yaml', 'config/smoke.yaml', *overlays]!r}):\n"
+            "    for f in job.output:\n"
+            "        Path(f).mkdir(parents=True, exist_ok=True) if f.is_directory else "
+            "(Path(f).parent.mkdir(parents=True, exist_ok=True), Path(f).touch(exist_ok=True))\n")
+    subprocess.run([sys.executable, "-c", make], cwd=workdir, env=env, check=True, capture_output=True)
+    _snakemake(workdir, *overlays, "--touch", *(["--forceall"] if everything else []), env=env)
+
+
+@pytest.mark.slow     # five Snakemake runs over the smoke DAG: a minute or two on 2 cores
+def test_a_row_added_with_import_plans_only_its_own_jobs(tmp_path):
+    """The smoke DAG run, then an overlay that adds a row whose model an ``import:`` file registers
+    (examples/linear-xquad.yaml): ``snakemake -n`` plans that row's jobs (train, which ranks, and evaluate, per
+    fold) and the gather and report, nothing else; editing the imported file then plans that row's jobs again,
+    and only them."""
+    work = tmp_path / "repo"
+    work.mkdir()
+    for name in ("Snakefile", "params.yaml", "config", "workflow", "examples"):
+        (shutil.copytree if (ROOT / name).is_dir() else shutil.copy)(ROOT / name, work / name)
+    (work / "data").symlink_to(ROOT / "data")
+    env = {**os.environ, "PATH": f"{BIN}:{os.environ['PATH']}",
+           "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), os.environ.get("PYTHONPATH", "")])}
+    _pretend_run(work, env=env, everything=True)
+    assert _planned(work, env=env) == []
+    overlay = "examples/linear-xquad.yaml"
+    row_jobs = [("all", ""), ("evaluate", "LinearXQuAD"), ("evaluate", "LinearXQuAD"), ("gather", ""),
+                ("report", ""), ("train", "LinearXQuAD"), ("train", "LinearXQuAD")]
+    assert _planned(work, overlay, env=env) == row_jobs
+    _pretend_run(work, overlay, env=env)
+    assert _planned(work, overlay, env=env) == []
+    model = work / "examples" / "linear_xquad.py"
+    model.write_text(model.read_text() + "# an edit\n")
+    assert _planned(work, overlay, env=env) == row_jobs

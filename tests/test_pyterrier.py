@@ -241,3 +241,107 @@ def test_the_marked_table_writes_means_and_holm_marks():
     # the pairs the initial run leaves out (the data card's step 4): no run document is one of them
     left_out = own_entry_pairs(coll)
     assert len(left_out) >= len(coll.topics) and left_out.merge(coll.run, on=["qid", "docno"]).empty
+
+
+def test_the_initial_run_is_the_collections_run_for_the_topics_given(pipeline):
+    """Ranks from 0 in the run's order, the run's scores, the topics' order and columns; ``% k`` keeps the top k
+    by rank; a topic the run lacks is one error."""
+    initial = spt.InitialRun(pipeline["dir"])
+    topics = spt.topics(pipeline["dir"]).iloc[::-1]
+    out = (initial % RANK_DOCS).transform(topics)
+    expected = pipeline["results"].set_index("qid").loc[topics["qid"]].reset_index()
+    pd.testing.assert_frame_equal(out, expected[["qid", "query", "docno", "score", "rank"]], check_dtype=False)
+    whole = initial.transform(topics[["qid"]])
+    assert len(whole) == len(pipeline["coll"].run) and (whole.groupby("qid")["rank"].min() == 0).all()
+    assert list(whole.columns) == ["qid", "query", "docno", "score", "rank"]          # the query looked up
+    with pytest.raises(InputError, match="InitialRun: the run of .* has no documents for query 'nowhere'"):
+        initial.transform(pd.DataFrame({"qid": ["nowhere"], "query": ["x"]}))
+    with pytest.raises(InputError, match=r"InitialRun input: frame lacks columns \['qid'\]"):
+        initial.transform(pd.DataFrame({"query": ["x"]}))
+
+
+def test_the_initial_run_feeds_a_trained_row_as_srdiv_rank(pipeline):
+    model = spt.TrainedModel(pipeline["models"] / "xQuAD", pipeline["bundle"], pipeline["dir"])
+    out = (spt.InitialRun(pipeline["dir"]) % RANK_DOCS >> model).transform(spt.topics(pipeline["dir"]))
+    assert order(out) == pipeline_order(pipeline, "xQuAD")
+
+
+def test_every_transformer_has_a_readable_name_and_pt_experiment_uses_it(pipeline):
+    d, models = pipeline["dir"], pipeline["models"]
+    scorer = spt.Relevance(models / "ListMLE", pipeline["relevance"], d)
+    retriever = spt.Retriever(pipeline["coll"].docs, fields=("title", "body"), model="lmir", k=4, mu=500.0)
+    names = [
+        (spt.InitialRun(ROOT / "data" / "collections" / "wordnet-div"), "InitialRun(wordnet-div)"),
+        (spt.InitialRun(load_collection(ROOT / "data" / "collections" / "debian-facets")), "InitialRun(debian-facets)"),
+        (retriever, "Retriever(lmir, title+body, k=4, mu=500.0)"),
+        (spt.Retriever(pipeline["coll"].docs, exclude=pipeline["results"].iloc[:3]),
+         "Retriever(bm25, title+body, k=50, exclude=3 pairs)"),
+        (scorer, "Relevance(ListMLE, folds 1-2)"),
+        (spt.XQuAD(scorer, d, lam=0.5), "XQuAD(lam=0.5)"),
+        (spt.PM2(scorer, d, lam=0.2, prob="minmax"), "PM2(lam=0.2, prob=minmax)"),
+        (spt.HxQuAD(scorer, d, lam=1.0, alpha=0.5), "HxQuAD(lam=1.0, alpha=0.5)"),
+        (spt.HPM2(scorer, d, lam=0.5), "HPM2(lam=0.5)"),
+        (spt.MMR(scorer, vectors=pipeline["doc_vectors"], lam=0.3), "MMR(lam=0.3)"),
+        (spt.MMR(scorer, lam=0.3, prob="softmax"), "MMR(lam=0.3, prob=softmax)"),
+        (spt.TrainedModel(models / "xQuAD", pipeline["bundle"], d), "TrainedModel(xQuAD, folds 1-2)"),
+        (spt.TrainedModel(models / "PM2" / "fold2", pipeline["bundle"]), "TrainedModel(PM2, fold 2)"),
+    ]
+    assert [(str(t), repr(t)) for t, _ in names] == [(name, name) for _, name in names]
+    initial = spt.InitialRun(d) % RANK_DOCS
+    model = spt.TrainedModel(models / "xQuAD", pipeline["bundle"], d)
+    table = pt.Experiment([initial, initial >> model], spt.topics(d), spt.qrels(d), spt.MEASURES)
+    assert table["name"].tolist() == [f"(InitialRun({d.parent.name}) >> RankCutoff({RANK_DOCS}))",
+                                      f"(InitialRun({d.parent.name}) >> RankCutoff({RANK_DOCS}) >> "
+                                      "TrainedModel(xQuAD, folds 1-2))"]
+
+
+def test_a_trained_model_whose_model_is_not_registered_fails_when_made(pipeline, monkeypatch):
+    from srdiv.registry import MODELS
+
+    monkeypatch.delitem(MODELS._items, "listmle")     # as in a process that never imported the row's module
+    for make in (lambda: spt.TrainedModel(pipeline["models"] / "ListMLE", pipeline["bundle"], pipeline["dir"]),
+                 lambda: spt.TrainedModel(pipeline["models"] / "xQuAD", pipeline["bundle"], pipeline["dir"]),  # prior
+                 lambda: spt.Relevance(pipeline["models"] / "ListMLE", pipeline["relevance"], pipeline["dir"])):
+        with pytest.raises(InputError, match=r"fold1/model.pt: row ListMLE's model 'listmle' is not registered in this "
+                                             r"process: import the module that registers it first.*import_components"):
+            make()
+
+
+def test_the_docs_own_model_snippet_runs_over_rows_trained_here(pipeline, tmp_path):
+    """docs/pyterrier.md's own-model snippet, unchanged, where a smoke run with the template model would leave its
+    files (``work/wordnet-div-smoke/``: the collection, the bundle, the xQuAD and LinearXQuAD rows): here the
+    tiny collection (its run cut to the bundle's candidates) and rows trained on it, LinearXQuAD among them. Its rows carry the transformers' names."""
+    import dataclasses
+    import re
+    import shutil
+    import subprocess
+    import sys
+
+    from srdiv.collection.schema import write_collection
+    from srdiv.registry import import_components
+
+    page = (ROOT / "docs" / "pyterrier.md").read_text()
+    code = next(m[1] for m in re.finditer(r"^```python\n(.*?)^```$", page, re.S | re.M) if "LinearXQuAD" in m[1])
+    (tmp_path / "examples").mkdir()
+    shutil.copy(ROOT / "examples" / "linear_xquad.py", tmp_path / "examples")
+    work = tmp_path / "work" / "wordnet-div-smoke"
+    (work / "models").mkdir(parents=True)
+    coll = pipeline["coll"]        # the run cut to the candidates the bundle has, as a smoke run's top 50
+    write_collection(dataclasses.replace(coll, run=coll.run[coll.run["rank"] <= RANK_DOCS]), work / "collection")
+    (work / "models" / "xQuAD").symlink_to(pipeline["models"] / "xQuAD")
+    pipeline["bundle"].save(work / "bundle" / "doc2vec.npz")
+    import_components([str(ROOT / "examples" / "linear_xquad.py")], "test")
+    params = {**PARAMS, "models": {"LinearXQuAD": {"model": {"name": "linear-xquad", "args": {"lam": 0.5}},
+                                                   "objective": {"name": "mle"},
+                                                   "optim": {"name": "adam", "args": {"lr": 0.1}}}}}
+    for fold in (1, 2):
+        run_job(model_spec(params, "LinearXQuAD"), pipeline["bundle"], pipeline["coll"], fold,
+                work / "models" / "LinearXQuAD" / f"fold{fold}", seed=7, progress=False)
+    done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-3000:]
+    first = "(InitialRun(wordnet-div-smoke) >> RankCutoff(50)"
+    rows = [line.strip() for line in done.stdout.splitlines()[1:]]
+    assert [row.split(")", 2)[:2] for row in rows] == [["(InitialRun(wordnet-div-smoke", " >> RankCutoff(50"]] * 3
+    for name in (f"{first})", f"{first} >> TrainedModel(xQuAD, folds 1-2))",
+                 f"{first} >> TrainedModel(LinearXQuAD, folds 1-2))"):
+        assert sum(row.startswith(name + " ") for row in rows) == 1, (name, done.stdout)

@@ -12,7 +12,7 @@ from srdiv.cli import main
 from srdiv.collection.schema import load_collection
 from srdiv.collection.trec_web import read_suggestions
 from srdiv.metrics import evaluate_run, mean_measures
-from helpers import FIXTURES, ROOT
+from helpers import COMMITTED_COLLECTIONS, FIXTURES, ROOT
 
 DATA = ROOT / "data" / "external" / "trec-web-2009-2012"
 MINI = FIXTURES / "trec-web-mini"
@@ -102,7 +102,8 @@ def test_cli_builds_mini_collection(tmp_path, monkeypatch, capsys):
 def test_vendored_text_files_end_with_a_newline():
     """Concatenating vendored files (``cat runs/*.txt``) must never join two lines."""
     root = Path(__file__).resolve().parents[1]
-    files = [p for base in ("data/external", "data/collections", "tests/fixtures") for p in (root / base).rglob("*")
+    files = [p for base in (root / "data/external", *COMMITTED_COLLECTIONS, root / "tests/fixtures")
+             for p in base.rglob("*")
              if p.is_file() and p.suffix in {".txt", ".json", ".xml", ".qrels", ".md", ".tsv", ".csv", ".emb"}]
     assert files
     assert [str(p.relative_to(root)) for p in files if p.stat().st_size and not p.read_bytes().endswith(b"\n")] == []

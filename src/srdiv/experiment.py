@@ -32,6 +32,7 @@ from typing import Any, Sequence
 import pandas as pd
 
 from srdiv.params import model_rows
+from srdiv.registry import MODELS, OBJECTIVES, source_of
 
 
 @dataclass(frozen=True)
@@ -110,6 +111,12 @@ class ModelSpec:
         return replace(self, model=replace(self.model, args=args["model"]),
                        objective=self.objective and replace(self.objective, args=args["objective"]),
                        optim=replace(self.optim, args=args["optim"]), train=replace(self.train, **args["train"]))
+
+    def imported_from(self) -> list[str]:
+        """The ``import:`` entries (files or module names, as written) whose import registered this row's model
+        or objective; none for srdiv's own components (:func:`srdiv.registry.source_of`)."""
+        found = [source_of(MODELS, self.model.name), self.objective and source_of(OBJECTIVES, self.objective.name)]
+        return list(dict.fromkeys(entry for entry in found if entry))
 
     def to_dict(self) -> dict:
         """JSON-ready form (written next to the model)."""

@@ -3,6 +3,8 @@
 Frames follow PyTerrier's conventions: topics ``qid, query``; results ``qid, query, docno, score, rank``
 (rank from 0, best first). Nothing here needs Java.
 
+* :class:`InitialRun`: a collection's own first-stage run (its ``run`` table) for the topics given; ``% k``
+  keeps each query's top ``k``.
 * :class:`Retriever`: srdiv's sparse index (:class:`srdiv.index.sparse.FieldIndex`: BM25, Dirichlet query
   likelihood, TF-IDF) over chosen document fields; retrieves the top ``k`` of topics, or scores the
   ``docno`` of each row when the input has one (a scorer).
@@ -18,7 +20,9 @@ Frames follow PyTerrier's conventions: topics ``qid, query``; results ``qid, que
 * :func:`qrels` and :data:`MEASURES` (the five of the main table; :data:`ALL_MEASURES`, all seventeen) evaluate
   with ``pt.Experiment`` by ir_measures' names; :func:`marked_table` formats its result as the tables do.
 
-A frame lacking a column a transformer needs is one :class:`srdiv.io.InputError`.
+A frame lacking a column a transformer needs is one :class:`srdiv.io.InputError`. Every transformer has a
+readable name (``str``/``repr``: ``XQuAD(lam=0.5)``, ``TrainedModel(DSSA, folds 1-5)``), which ``pt.Experiment``
+writes in its ``name`` column for a pipeline (``(InitialRun(wordnet-div) >> RankCutoff(50) >> XQuAD(lam=0.5))``).
 """
 
 from __future__ import annotations
@@ -138,6 +142,69 @@ def with_ranks(run: pd.DataFrame, inputs: pd.DataFrame) -> pd.DataFrame:
     return out[front + [c for c in out.columns if c not in front]]
 
 
+def described(name: str, *values, **keywords) -> str:
+    """``name(v1, v2, k=v)``: a transformer's readable name from its settings (``None`` values left out)."""
+    parts = [str(v) for v in values if v is not None] + [f"{k}={v}" for k, v in keywords.items() if v is not None]
+    return f"{name}({', '.join(parts)})"
+
+
+def folds_text(folds: Sequence[int]) -> str:
+    """``fold 1``, ``folds 1-5`` (a run of consecutive folds) or ``folds 1, 3``."""
+    folds = sorted(folds)
+    if len(folds) == 1:
+        return f"fold {folds[0]}"
+    consecutive = folds == list(range(folds[0], folds[-1] + 1))
+    return f"folds {folds[0]}-{folds[-1]}" if consecutive else f"folds {', '.join(map(str, folds))}"
+
+
+def collection_name(collection: Collection | str | os.PathLike) -> str:
+    """The name a collection goes by: its directory's (``data/collections/<name>``), or the dataset's for the
+    pipeline's copy (``work/<dataset>/collection``); ``collection`` for one loaded without a path."""
+    path = Path(collection) if not isinstance(collection, Collection) else collection.path
+    if path is None:
+        return "collection"
+    return path.parent.name if path.name == "collection" and path.parent.name else path.name
+
+
+# ----------------------------------------------------------------------------------------------- first stage
+class InitialRun(pt.Transformer):
+    """A collection's first-stage run (its ``run`` table: the initial ranking its qrels were made for, the
+    candidates the pipeline's rows re-rank) as a result frame for the topics given (``qid``; a ``query`` column
+    is kept, else the collection's query is used), in the topics' order: ranks from 0 in the run's order, the
+    run's scores. ``InitialRun(coll) % 50`` keeps each query's top 50 by rank, the candidates the pipeline's rows
+    re-rank (``rank_docs``). ``pt.Experiment`` orders results by score (ties by docno), not by rank: where the
+    run's scores tie it measures another order than the run's (docs/pyterrier.md). A topic the run lacks is one
+    :class:`InputError`."""
+
+    def __init__(self, collection: Collection | str | os.PathLike):
+        coll = as_collection(collection)
+        self.name = collection_name(collection)
+        run = coll.run.assign(qid=coll.run["qid"].astype(str)).sort_values(["qid", "rank"], kind="stable")
+        self.run = run.assign(rank=run.groupby("qid").cumcount().to_numpy())[["qid", "docno", "score", "rank"]]
+        self.queries = coll.topics.assign(qid=coll.topics["qid"].astype(str))[["qid", "query"]]
+
+    def __repr__(self) -> str:
+        return described(type(self).__name__, self.name)
+
+    def transform_outputs(self, input_columns: list[str]) -> list[str]:
+        require(pd.DataFrame(columns=list(input_columns)), ["qid"], f"{type(self).__name__} input")
+        return RESULT_COLUMNS + [c for c in input_columns if c not in RESULT_COLUMNS]
+
+    def transform(self, inp: pd.DataFrame) -> pd.DataFrame:
+        who = type(self).__name__
+        require(inp, ["qid"], f"{who} input")
+        topics = inp.drop(columns=[c for c in ("docno", "score", "rank") if c in inp.columns])
+        topics = topics.assign(qid=topics["qid"].astype(str)).drop_duplicates("qid")
+        if "query" not in topics.columns:
+            topics = topics.merge(self.queries, how="left")
+        lost = sorted(set(topics["qid"]) - set(self.run["qid"]))
+        if lost:
+            raise InputError(who, f"the run of {self.name} has no documents for query '{lost[0]}'")
+        out = topics.assign(order=np.arange(len(topics))).merge(self.run, on="qid")
+        out = out.sort_values(["order", "rank"], kind="stable").drop(columns="order").reset_index(drop=True)
+        return out[RESULT_COLUMNS + [c for c in out.columns if c not in RESULT_COLUMNS]]
+
+
 # ----------------------------------------------------------------------------------------------- first stage
 class Retriever(pt.Transformer):
     """srdiv's sparse index over ``fields`` of the documents: ``model`` (``bm25``, ``lmir``, ``tfidf``;
@@ -156,6 +223,13 @@ class Retriever(pt.Transformer):
         if model not in RETRIEVAL_MODELS:
             raise InputError(type(self).__name__, f"unknown model '{model}' (models: {', '.join(RETRIEVAL_MODELS)})")
         self.index = FieldIndex.from_texts(join_columns(self.docs, self.fields), k1=k1, b=b, mu=mu)
+        defaults = {"k1": 1.2, "b": 0.75, "mu": 2000.0}          # those of the signature: named when changed
+        self.changed = {key: value for key, value in {"k1": k1, "b": b, "mu": mu}.items() if value != defaults[key]}
+
+    def __repr__(self) -> str:
+        excluded = f"{len(self.exclude)} pairs" if self.exclude is not None else None
+        return described(type(self).__name__, self.model, "+".join(self.fields), k=self.k, **self.changed,
+                         exclude=excluded)
 
     def transform_outputs(self, input_columns: list[str]) -> list[str]:
         if "docno" in input_columns:
@@ -225,12 +299,17 @@ class Diversifier(pt.Transformer):
 
     name: ClassVar[str]
     levels: ClassVar[int] = 1
+    default_prob: ClassVar[str] = "softmax"     # named in the transformer's name only when another is given
 
     def __init__(self, scorer: pt.Transformer, suggestions: pd.DataFrame | Collection | str | os.PathLike,
                  lam: float = 0.5, prob: str = "softmax", **params):
         self.scorer = scorer
         self.suggestions = suggestion_frame(suggestions)
         self.model = MODELS.get(self.name)(None, prior=ScorePrior(), lam=lam, prob=prob, **params)
+        self.settings = {"lam": lam, **({} if prob == self.default_prob else {"prob": prob}), **params}
+
+    def __repr__(self) -> str:
+        return described(type(self).__name__, **self.settings)
 
     def transform_outputs(self, input_columns: list[str]) -> list[str]:
         return result_columns(input_columns, f"{type(self).__name__} input")
@@ -336,7 +415,7 @@ class MMR(Diversifier):
     ``vectors`` (a vector table file of the pipeline, ``embed/<repr>.parquet``, or ``(keys, matrix)``).
     MMR reads no suggestions."""
 
-    name = "mmr"
+    name, default_prob = "mmr", "minmax"
 
     def __init__(self, scorer: pt.Transformer, vectors: tuple | str | os.PathLike | None = None,
                  lam: float = 0.5, prob: str = "minmax"):
@@ -358,6 +437,19 @@ class MMR(Diversifier):
 
 
 # ---------------------------------------------------------------------------------------------- trained rows
+def check_registered(trained: Trained, where: str | os.PathLike) -> None:
+    """The model of ``trained`` (and of its prior) is registered in this process; else one :class:`InputError`
+    naming the model, its row and how to register it."""
+    while trained is not None:
+        name = trained.spec.model.name
+        if name not in MODELS.names():
+            raise InputError(where, f"row {trained.spec.row}'s model '{name}' is not registered in this process: "
+                                    "import the module that registers it first, as srdiv's commands do for an "
+                                    "overlay's import: list (srdiv.registry.import_components(['my_model.py'], "
+                                    "'my script'), or `import my_package.my_model`)")
+        trained = trained.prior
+
+
 class FoldModels:
     """A trained row: ``<dir>/fold<k>/model.pt`` per trial, each query ranked by the model of the fold that
     tests it (as ``srdiv rank``), or one ``model.pt`` for every query."""
@@ -367,8 +459,11 @@ class FoldModels:
         files = sorted(path.glob(f"fold*/{MODEL_FILE}"))
         if not files:
             self.models, self.fold_of = {None: Trained.load(path)}, None
+            check_registered(self.models[None], path)
             return
         self.models = {int(f.parent.name.removeprefix("fold")): Trained.load(f) for f in files}
+        for fold, trained in self.models.items():
+            check_registered(trained, path / f"fold{fold}" / MODEL_FILE)
         for fold, trained in self.models.items():
             if trained.record["fold"] != fold:      # a model of another fold has seen this fold's test queries
                 raise InputError(path / f"fold{fold}" / MODEL_FILE, f"a model of fold {trained.record['fold']}, "
@@ -377,6 +472,12 @@ class FoldModels:
             raise InputError(path, "a row with one model per fold needs the collection (its folds table)")
         folds = as_collection(collection).folds
         self.fold_of = dict(zip(folds["qid"].astype(str), folds["fold"].astype(int)))
+
+    def __str__(self) -> str:
+        """``DSSA, folds 1-5``: the row and the folds it has models of."""
+        trained = next(iter(self.models.values()))
+        folds = [trained.record["fold"]] if self.fold_of is None else list(self.models)
+        return f"{trained.spec.row}, {folds_text(folds)}"
 
     def groups(self, qids: Sequence[str], where: str) -> list[tuple[Trained, list[str]]]:
         """``(model, its queries)`` for ``qids``; a query no model tests is an :class:`InputError`."""
@@ -406,6 +507,9 @@ class Relevance(pt.Transformer):
                                      topic=table["qid"].astype(str)).drop_duplicates(["qid", "docno"])
         self.topic_of = dict(zip(self.features["qid"], self.features["topic"]))
 
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.models})"
+
     def transform_outputs(self, input_columns: list[str]) -> list[str]:
         return result_columns(input_columns, f"{type(self).__name__} input")
 
@@ -429,12 +533,17 @@ class Relevance(pt.Transformer):
 class TrainedModel(pt.Transformer):
     """A trained row of the pipeline (``work/<dataset>/models/<Row>``) re-ranking each query's results with the
     model of the fold that tests it, over the bundle's features (``work/<dataset>/bundle/<repr>.npz``): the
-    pipeline's ``srdiv rank``. Results may hold a subset of a query's bundle candidates, not other documents."""
+    pipeline's ``srdiv rank``. Results may hold a subset of a query's bundle candidates, not other documents.
+    A row whose model (or prior's) no module of this process registered is an :class:`InputError` here, not
+    when it first ranks: import a model from outside srdiv first (docs/pyterrier.md)."""
 
     def __init__(self, row: str | os.PathLike, bundle: Bundle | str | os.PathLike,
                  collection: Collection | str | os.PathLike | None = None):
         self.models = FoldModels(row, collection)
         self.features = bundle if isinstance(bundle, Bundle) else Bundle.load(bundle)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.models})"
 
     def transform_outputs(self, input_columns: list[str]) -> list[str]:
         return result_columns(input_columns, f"{type(self).__name__} input")

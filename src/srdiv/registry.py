@@ -36,12 +36,16 @@ class Registry(Generic[T]):
     def __init__(self, kind: str):
         self.kind = kind
         self._items: dict[str, T] = {}
+        self._by: dict[str, str] = {}       # name -> the module that registered it
 
     def register(self, name: str) -> Callable[[T], T]:
+        by = sys._getframe(1).f_globals.get("__name__", "")     # the module whose code calls register
+
         def deco(obj: T) -> T:
             if name in self._items:
                 raise ValueError(f"{self.kind} '{name}' registered twice")
             self._items[name] = obj
+            self._by[name] = by
             return obj
 
         return deco
@@ -67,6 +71,22 @@ OBJECTIVES: Registry = Registry("objective")
 
 _entry_points_loaded = False
 
+_sources: dict[tuple[str, str], str] = {}
+"""``(kind, name)`` -> the ``import:`` entry whose import registered that component (:func:`import_components`)."""
+
+
+def _registered() -> set[tuple[str, str]]:
+    """``(kind, name)`` of every component from outside srdiv registered so far (entry points not loaded for it;
+    srdiv's own, which a user's module may be the first to import, left out)."""
+    return {(registry.kind, name) for registry in (MODELS, OBJECTIVES) for name, by in registry._by.items()
+            if by != "srdiv" and not by.startswith("srdiv.")}
+
+
+def source_of(registry: Registry, name: str) -> str | None:
+    """The ``import:`` entry (a ``.py`` file or a module name, as written) that registered ``name`` in
+    ``registry``; None for srdiv's own components, those of entry points, and unknown names."""
+    return _sources.get((registry.kind, name))
+
 
 def load_entry_points() -> None:
     """Import, once, every module of the :data:`ENTRY_POINT_GROUP` entry points (their components register)."""
@@ -87,9 +107,11 @@ def import_components(names: list[str], where: str | os.PathLike) -> None:
 
     A name ending in ``.py`` is a file (relative to the working directory), imported as a module named after
     its stem; any other name is a module on the Python path. A name that cannot be imported, or a module
-    that fails on import, is one :class:`InputError` naming ``where``.
+    that fails on import, is one :class:`InputError` naming ``where``. The components a module registers are
+    recorded as its (:func:`source_of`): only the rows that use them depend on its file.
     """
     for name in names:
+        before = _registered()
         try:
             if name.endswith(".py"):
                 _import_file(Path(name))
@@ -99,6 +121,7 @@ def import_components(names: list[str], where: str | os.PathLike) -> None:
             raise
         except Exception as err:
             raise InputError(where, f"import: cannot import '{name}': {type(err).__name__}: {err}") from None
+        _sources.update(dict.fromkeys(_registered() - before, name))
 
 
 def _import_file(path: Path) -> None:

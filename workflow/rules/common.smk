@@ -45,7 +45,6 @@ SPECS = model_specs(config)   # rows with `extends` resolved, parsed
 REFERENCE_RUNS = {name: str(path) for name, path in reference_runs(config).items()}
 REFERENCES = f"{WORK}/reference_runs"
 FOLDS = [int(f) for f in config["folds"]]
-COMPONENT_FILES = [f for f in config.get("import") or [] if f.endswith(".py")]   # a user's models and objectives
 
 wildcard_constraints:
     fold=r"\d+",
@@ -89,6 +88,12 @@ def samples_file(model, fold):
 
 def model_dir(model, fold):
     return f"{MODELS}/{model}/fold{fold}"
+
+
+def component_files(model):
+    """The files of `import:` that register this row's model or objective: editing one retrains the rows that
+    use what it registers, and adding one retrains nothing else (a module name on the Python path is no file)."""
+    return [entry for entry in SPECS[model].imported_from() if entry.endswith(".py")]
 
 
 def required_rows():

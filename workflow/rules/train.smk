@@ -8,8 +8,8 @@ def train_inputs(wildcards):
         inputs["samples"] = samples_file(wildcards.model, wildcards.fold)
     if prior(wildcards.model):
         inputs["prior"] = f"{model_dir(prior(wildcards.model), wildcards.fold)}/model.pt"
-    if COMPONENT_FILES:     # the files of `import:`: editing a user's model retrains its rows
-        inputs["components"] = COMPONENT_FILES
+    if component_files(wildcards.model):     # the `import:` files of its model and objective: only its rows
+        inputs["components"] = component_files(wildcards.model)
     return inputs
 
 
