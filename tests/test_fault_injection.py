@@ -517,7 +517,16 @@ CASES = [
     ("bundle: --out over a bundle changed by hand", arrays("bundle.npz", lambda a: a["labels"].fill(0)), BUNDLE,
      "bundle.npz", "was changed since srdiv wrote it"),
     ("embed: a file of the user's in its output directory", text("embed/notes.txt", "mine"),
-     lambda d: ["embed", *C(d), *P(d), "--out", d / "embed"], "embed", "was changed since srdiv wrote it"),
+     lambda d: ["embed", *C(d), *P(d), "--out", d / "embed"], "embed/notes.txt", "srdiv did not write this file"),
+    ("embed: a hidden file of the user's in its output directory", text("embed/.notes", "mine"),
+     lambda d: ["embed", *C(d), *P(d), "--out", d / "embed"], "embed/.notes", "srdiv did not write this file"),
+    ("pseudo-docs: --out a copy of an output (no record) with notes", lambda d: (
+        shutil.copytree(d / "pd", d / "copy"), text("copy/notes.txt", "mine")(d)),
+     lambda d: ["pseudo-docs", *C(d), *P(d), "--embed-dir", d / "embed", "--out", d / "copy"], "copy/doc2vec.parquet",
+     "srdiv did not write this file"),
+    ("embed: --out a symbolic link to a folder of the user's", lambda d: (
+        (d / "mine").mkdir(), text("mine/doc2vec.parquet", "mine")(d), (d / "link").symlink_to(d / "mine")),
+     lambda d: ["embed", *C(d), *P(d), "--out", d / "link"], "mine/doc2vec.parquet", "srdiv did not write this file"),
     ("gather: --out a symbolic link", lambda d: (d / "link.parquet").symlink_to(d / "metrics.parquet"),
      out_at(GATHER, "link.parquet"), "link.parquet", "exists and srdiv did not write it"),
     # params: checked once, at load, before any work

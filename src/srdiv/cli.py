@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import importlib
+import os
 import signal
 import sys
 from pathlib import Path
@@ -70,6 +71,8 @@ def _guard_outputs(name: str, command):
                     check_output(out, inputs, whole_dir=name in WHOLE_DIR_OUTPUTS)
                     if not out.is_dir():
                         claim(out, legacy=generated if name == "dvc-yaml" else None)
+                    elif name in WHOLE_DIR_OUTPUTS:      # a committed output is checked for its kind when written
+                        claim(os.path.realpath(out), legacy=lambda path: True)
         return command(**options)
     return guarded
 

@@ -344,7 +344,7 @@ def build_report(metrics_path: Path, params: dict, params_paths: list[Path], out
             raise InputError(folder, f"holds files the report does not write ({', '.join(others[:3])}); "
                                      f"move them elsewhere, the report replaces this directory")
     with atomic_set([out_dir / "README.md", out_dir / "tables", out_dir / "plots"],
-                    legacy=_earlier_report, shrunk=True) as (readme, table_dir, plot_dir):   # Snakemake removes main.md
+                    legacy=_earlier_report) as (readme, table_dir, plot_dir):
         _write_report(metrics_path, params, params_paths, readme, table_dir, plot_dir, out_dir.name, models_dir,
                       benchmarks_dir, metric_at_k)
     return sorted([out_dir / "README.md", *(out_dir / "tables").iterdir(), *(out_dir / "plots").iterdir()])
