@@ -240,6 +240,26 @@ def model_weights(change):
     return spoil
 
 
+def hand_model(change):
+    """A model directory made by hand, ``hand/``: the ListMLE model.pt with ``change(saved dict, spec)`` applied."""
+    def spoil(d):
+        import json
+
+        import torch
+
+        (d / "hand").mkdir()
+        saved = torch.load(d / "models/ListMLE/fold1/model.pt", weights_only=True)
+        spec = json.loads(saved["spec"])
+        change(saved, spec)
+        saved["spec"] = json.dumps(spec)
+        torch.save(saved, d / "hand/model.pt")
+    return spoil
+
+
+def HAND_RANK(d):
+    return ["rank", *C(d), "--bundle", d / "bundle.npz", "--fold", 1, "--model-dir", d / "hand", "--out", d / "hand"]
+
+
 def unjudged_fold(fold):
     """The collection without the judgments of fold ``fold``'s topics."""
     def spoil(d):
@@ -459,6 +479,17 @@ CASES = [
         docno_a=[*f["docno_a"][:-1], None])), BUNDLE, "div.parquet", "key column 'docno_a' is null"),
     ("rank: a model with a NaN weight", model_weights(lambda state: next(iter(state.values())).fill_(float("nan"))),
      RANK, "model.pt", "holds values that are not finite"),
+    ("rank: a model made by hand, weights of other shapes", hand_model(lambda saved, spec: saved["state"].update(
+        {next(iter(saved["state"])): __import__("torch").zeros(3, 3)})), HAND_RANK, "hand/model.pt",
+     "not a model.pt of srdiv train (RuntimeError: Error(s) in loading state_dict for ListMLE: size mismatch"),
+    ("rank: a model made by hand, no weights", hand_model(lambda saved, spec: saved.update(state={})), HAND_RANK,
+     "hand/model.pt", "Missing key(s) in state_dict"),
+    ("rank: a model made by hand, an unknown model", hand_model(lambda saved, spec: spec["model"].update(
+        name="bogus")), HAND_RANK, "hand/model.pt", "(KeyError: unknown model 'bogus'"),
+    ("rank: a model made by hand, an unknown argument", hand_model(lambda saved, spec: spec["model"]["args"].update(
+        bogus=1)), HAND_RANK, "hand/model.pt", "unexpected keyword argument 'bogus'"),
+    ("train: a prior made by hand, no weights", hand_model(lambda saved, spec: saved.update(state={})),
+     TRAIN("MMR", "--prior", "hand/model.pt"), "hand/model.pt", "Missing key(s) in state_dict"),
     ("train: a prior with an infinite weight", model_weights(lambda state: next(iter(state.values())).fill_(
         float("inf"))), TRAIN("MMR", "--prior", "models/ListMLE/fold1"), "model.pt", "holds values that are not finite"),
     ("train: training (and validation) folds with no judged topic", unjudged_fold(2), TRAIN("ListMLE"), "folds.parquet",

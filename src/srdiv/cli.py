@@ -59,11 +59,21 @@ WHOLE_DIR_OUTPUTS = {"subset", "trec-web", "wordnet-div", "debian-facets", "embe
 def _guard_outputs(name: str, command):
     """``command`` refusing an ``--out`` (or ``--*-out``) that would overwrite or replace one of its
     inputs (every other path option, :func:`srdiv.io.check_output`) or a file srdiv did not write
-    (:func:`srdiv.io.claim`), before it reads anything."""
+    (:func:`srdiv.io.claim`), a path that is not valid UTF-8, and one file given twice to an option
+    (``--run A --run A``; ``--params`` may repeat a file), before it reads anything."""
     @functools.wraps(command)
     def guarded(**options):
         paths = {key: value if isinstance(value, list) else [value] for key, value in options.items()}
         paths = {key: [v for v in values if isinstance(v, Path)] for key, values in paths.items()}
+        for key, values in paths.items():
+            for i, value in enumerate(values):
+                try:
+                    os.fsencode(value).decode("utf-8")
+                except UnicodeDecodeError:
+                    raise InputError(value, "the path is not valid UTF-8 (srdiv writes paths into its records "
+                                            "as text): rename it") from None
+                if key != "params" and value.resolve() in {v.resolve() for v in values[:i]}:
+                    raise InputError(value, f"given twice as --{key.replace('_', '-')}; give each once")
         inputs = [v for key, values in paths.items() if not (key == "out" or key.endswith("_out")) for v in values]
         for key, values in paths.items():
             if key == "out" or key.endswith("_out"):

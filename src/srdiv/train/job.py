@@ -220,8 +220,10 @@ class Trained:
         saved = load_torch(path, "trained model (model.pt of srdiv train)")
         try:
             trained = cls.from_dict(saved)
-        except (KeyError, TypeError, ValueError, AttributeError) as err:
-            raise InputError(path, f"not a model.pt of srdiv train ({type(err).__name__}: {err})") from None
+            trained.build()      # a model or argument unknown, weights missing or of other shapes (made by hand)
+        except (KeyError, TypeError, ValueError, AttributeError, RuntimeError) as err:
+            reason = " ".join(str(err.args[0] if isinstance(err, KeyError) and err.args else err).split())
+            raise InputError(path, f"not a model.pt of srdiv train ({type(err).__name__}: {reason[:300]})") from None
         bad = trained.non_finite()
         if bad:
             raise InputError(path, f"the model's {bad} holds values that are not finite (NaN or infinite)")
