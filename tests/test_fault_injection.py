@@ -260,6 +260,19 @@ def HAND_RANK(d):
     return ["rank", *C(d), "--bundle", d / "bundle.npz", "--fold", 1, "--model-dir", d / "hand", "--out", d / "hand"]
 
 
+def user_model(module: str, body: str, tune: bool = False):
+    """An overlay importing ``module``.py (beside the workspace: importing it writes bytecode), which registers
+    a ListMLE whose scores run ``body``, as the row ``Mine`` (``tune``: two points, each in its own process)."""
+    def spoil(d):
+        (d.parent / f"{module}.py").write_text(
+            "import sys\nfrom srdiv.models.listmle import ListMLE\nfrom srdiv.registry import MODELS\n"
+            f"@MODELS.register('{module}')\nclass Mine(ListMLE):\n    def list_scores(self, batch):\n        {body}\n")
+        (d / "overlay.yaml").write_text(yaml.safe_dump({**OVERLAY, "import": [str(d.parent / f"{module}.py")], "models": {
+            "Mine": {"extends": "ListMLE", "model": {"name": module},
+                     **({"tune": {"optim.args.lr": [0.1, 0.01]}} if tune else {})}}}))
+    return spoil
+
+
 def unjudged_fold(fold):
     """The collection without the judgments of fold ``fold``'s topics."""
     def spoil(d):
@@ -490,6 +503,14 @@ CASES = [
         bogus=1)), HAND_RANK, "hand/model.pt", "unexpected keyword argument 'bogus'"),
     ("train: a prior made by hand, no weights", hand_model(lambda saved, spec: saved.update(state={})),
      TRAIN("MMR", "--prior", "hand/model.pt"), "hand/model.pt", "Missing key(s) in state_dict"),
+    # a user's component that stops the command: never success, one line naming its module
+    ("train: a user's model calls sys.exit(0)", user_model("stops_at_once", "sys.exit(0)"), TRAIN("Mine"),
+     "stops_at_once.py", "called sys.exit(0) while the command ran"),
+    ("train: a user's model raises", user_model("raises_at_once", "raise ValueError('mine')"), TRAIN("Mine"),
+     "raises_at_once.py", "raised ValueError: mine"),
+    ("train: a user's model calls sys.exit(0) in a tuning process", user_model("stops_in_tuning", "sys.exit(0)",
+                                                                            tune=True),
+     lambda d: TRAIN("Mine")(d) + ["--threads", 2], "stops_in_tuning.py", "called sys.exit(0) while the command ran"),
     ("train: a prior with an infinite weight", model_weights(lambda state: next(iter(state.values())).fill_(
         float("inf"))), TRAIN("MMR", "--prior", "models/ListMLE/fold1"), "model.pt", "holds values that are not finite"),
     ("train: training (and validation) folds with no judged topic", unjudged_fold(2), TRAIN("ListMLE"), "folds.parquet",

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import typer
 
+from srdiv import registry
 from srdiv.io import InputError, check_output, claim
 from srdiv.interrupts import INTERRUPTED, Terminated, stopped, terminate
 from srdiv.dvc_stages import generated
@@ -100,7 +101,8 @@ def _error(message: str) -> None:
 
 def main() -> None:
     """Entry point: bad input ends with one clear line and exit status 2; an interrupt is never success
-    (SIGINT 130, SIGTERM 143, one line saying so)."""
+    (SIGINT 130, SIGTERM 143, one line saying so); nor is a user's component that calls ``sys.exit`` or
+    raises (one line naming its module, exit status 2)."""
     signal.signal(signal.SIGTERM, terminate)
     try:
         code = app(standalone_mode=False)    # typer turns Ctrl-C into the return value 130
@@ -113,14 +115,20 @@ def main() -> None:
         code = 143
     except typer.Abort:
         sys.exit(1)
+    except SystemExit as err:   # a user's model, objective or module called sys.exit: the command did not finish
+        _error(f"{registry.culprit(err) or 'code outside srdiv'} called sys.exit({err.code!r}) while the command "
+               "ran; the command did not finish")
     except Exception as err:  # click usage errors carry their own exit code
         code = getattr(err, "exit_code", None)
         if code is None:
-            raise
+            where = registry.culprit(err)
+            if where is None:
+                raise
+            _error(f"{where} raised {type(err).__name__}: {err}")
         if hasattr(err, "show"):
             err.show()
         sys.exit(code)
     if isinstance(code, int) and code:
         if code in INTERRUPTED:
-            stopped(code)
+            stopped(code, registry.interrupted_import)
         sys.exit(code)

@@ -20,8 +20,10 @@ def terminate(signum, frame) -> None:
     raise Terminated()
 
 
-def stopped(code: int) -> None:
-    """Say that the command was interrupted, and exit with ``code`` (130 or 143)."""
-    sys.stderr.write(f"interrupted by {INTERRUPTED[code]}: stopped before finishing (files being written were "
-                     "discarded; run it again)\n")
+def stopped(code: int, importing: str | None = None) -> None:
+    """Say that the command was interrupted (``importing``: the user's module it was importing), and exit
+    with ``code`` (130 or 143)."""
+    during = f" while importing {importing}" if importing else ""
+    sys.stderr.write(f"interrupted by {INTERRUPTED[code]}{during}: stopped before finishing (files being written "
+                     "were discarded; run it again)\n")
     sys.exit(code)
