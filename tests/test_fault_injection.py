@@ -503,6 +503,8 @@ CASES = [
         bogus=1)), HAND_RANK, "hand/model.pt", "unexpected keyword argument 'bogus'"),
     ("train: a prior made by hand, no weights", hand_model(lambda saved, spec: saved.update(state={})),
      TRAIN("MMR", "--prior", "hand/model.pt"), "hand/model.pt", "Missing key(s) in state_dict"),
+    ("samples: --row names no row", nothing, lambda d: SAMPLES(d) + ["--row", "Bogus"], "--row",
+     "no params file gives the row models.Bogus"),
     # a user's component that stops the command: never success, one line naming its module
     ("train: a user's model calls sys.exit(0)", user_model("stops_at_once", "sys.exit(0)"), TRAIN("Mine"),
      "stops_at_once.py", "called sys.exit(0) while the command ran"),
@@ -554,6 +556,9 @@ CASES = [
     # a command never replaces a file it did not write (the manifest .srdiv-outputs.json records what it wrote)
     ("report: --out over a README the user wrote", lambda d: ((d / "mine").mkdir(), text("mine/README.md", "notes")(d)),
      out_at(REPORT, "mine"), "mine/README.md", "exists and srdiv did not write it"),
+    ("report: --out over a README the user wrote that begins as the report's", lambda d: (
+        (d / "mine").mkdir(), text("mine/README.md", "# Results: my notes\n")(d)), out_at(REPORT, "mine"),
+     "mine/README.md", "exists and srdiv did not write it"),
     ("report: the results README edited by hand", text("results/README.md", "# Results: mine\n"), REPORT,
      "results/README.md", "was changed since srdiv wrote it"),
     ("train: --out at another row's directory", nothing, out_at(TRAIN("Initial"), "models/ListMLE/fold1"),

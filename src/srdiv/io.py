@@ -191,6 +191,11 @@ def _claim_dir(folder: Path, legacy: Callable[[Path], bool] | None) -> None:
                                             "it wrote every file in it: move it away or choose another output directory")
 
 
+def committed(path: Path) -> bool:
+    """Whether git holds the file ``path`` as it is (so ``git checkout`` would bring it back)."""
+    return _uncommitted(path.parent, [path.name]) is None
+
+
 def _uncommitted(folder: Path, files: list[str]) -> str | None:
     """The first of ``files`` (names under ``folder``) that git does not hold as it is there (so
     ``git checkout`` would not bring it back), or None; the first of them all when git cannot tell."""

@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 
 from srdiv.experiment import in_folds, model_rows, run_rows
-from srdiv.io import InputError, atomic_set, first_misfit, read_parquet, read_tsv, write_text
+from srdiv.io import InputError, atomic_set, committed, first_misfit, read_parquet, read_tsv, write_text
 from srdiv.metrics.gather import reference_runs
 from srdiv.metrics.runs import RUN_FILE
 from srdiv.provenance import git_commit, machine
@@ -317,11 +317,13 @@ README_TITLE = b"# Results: "
 
 def _earlier_report(path: Path) -> bool:
     """Whether ``path`` (``README.md``, ``tables/``, ``plots/``), which no manifest records, is a report's
-    of an srdiv that kept none: a README that begins as the report's, a directory of report files only."""
+    of an srdiv that kept none (a fresh clone's committed one): a README that begins as the report's and
+    that git holds as it is, a directory of report files only (git's hold on each is checked by
+    :func:`srdiv.io.claim`)."""
     if path.is_dir():
         return all(p.is_file() and p.suffix in REPORT_SUFFIXES for p in path.iterdir())
     with open(path, "rb") as fh:
-        return path.name == "README.md" and fh.read(len(README_TITLE)) == README_TITLE
+        return path.name == "README.md" and fh.read(len(README_TITLE)) == README_TITLE and committed(path)
 
 
 def build_report(metrics_path: Path, params: dict, params_paths: list[Path], out_dir: Path,
