@@ -555,3 +555,16 @@ def test_the_same_run_twice_and_a_path_not_utf8_are_one_line_before_any_work(col
                     "--out", Path(os.fsdecode(os.fsencode(tmp_path) + b"/\xfe.parquet")))
     assert_fails(code, err, "\\udcfe.parquet", "the path is not valid UTF-8")
     assert sorted(os.listdir(os.fsencode(tmp_path))) == [b"run.txt", b"\xff.txt"]
+
+
+@pytest.mark.parametrize("args, why", [
+    (["train", "--device", "cuda:7", "--model", "ListMLE"], "No such option: --device (see 'srdiv train --help')"),
+    (["nosuch"], "No such command 'nosuch'. (see 'srdiv --help')"),
+    (["collection", "import", "--topics", "x", "--out", "y"], "Missing option '--qrels'."),
+    (["evaluate", "--run", "x", "--out", "y"], "give exactly one of --collection DIR and --qrels FILE"),
+])
+def test_a_usage_error_is_one_line_too(monkeypatch, capsys, args, why):
+    """An option srdiv lacks (there is no ``--device``: ``train.device`` sets it), a command it lacks, a
+    missing or contradictory option: one line ``error: ...`` naming where to look, exit status 2."""
+    code, err = cli(monkeypatch, capsys, *args)
+    assert_fails(code, err, "error: ", why)

@@ -92,11 +92,11 @@ for _info in [*app.registered_commands, *(c for g in app.registered_groups for c
     _info.callback = _guard_outputs(_info.name or _info.callback.__name__.replace("_", "-"), _info.callback)
 
 
-def _error(message: str) -> None:
-    """One line ``error: message`` (a path's bytes that are not UTF-8 shown as escapes), exit status 2."""
+def _error(message: str, code: int = 2) -> None:
+    """One line ``error: message`` (a path's bytes that are not UTF-8 shown as escapes), exit status ``code``."""
     line = f"error: {message}".encode("utf-8", "backslashreplace").decode("utf-8")
     typer.secho(" ".join(line.split()), err=True, fg=typer.colors.RED)
-    sys.exit(2)
+    sys.exit(code)
 
 
 def main() -> None:
@@ -105,7 +105,7 @@ def main() -> None:
     raises (one line naming its module, exit status 2)."""
     signal.signal(signal.SIGTERM, terminate)
     try:
-        code = app(standalone_mode=False)    # typer turns Ctrl-C into the return value 130
+        code = app(prog_name="srdiv", standalone_mode=False)    # typer turns Ctrl-C into the return value 130
     except InputError as err:
         _error(str(err))
     except OSError as err:  # an output that cannot be written (no such directory, disk full, permissions)
@@ -125,8 +125,9 @@ def main() -> None:
             if where is None:
                 raise
             _error(f"{where} raised {type(err).__name__}: {err}")
-        if hasattr(err, "show"):
-            err.show()
+        if hasattr(err, "format_message"):    # a usage error (click's): one line too, with where to look
+            context = getattr(err, "ctx", None)
+            _error(err.format_message() + (f" (see '{context.command_path} --help')" if context else ""), code)
         sys.exit(code)
     if isinstance(code, int) and code:
         if code in INTERRUPTED:
