@@ -568,3 +568,19 @@ def test_a_usage_error_is_one_line_too(monkeypatch, capsys, args, why):
     missing or contradictory option: one line ``error: ...`` naming where to look, exit status 2."""
     code, err = cli(monkeypatch, capsys, *args)
     assert_fails(code, err, "error: ", why)
+
+
+@pytest.mark.parametrize("overlay", ["train: {device: cuda}\n", "models: {ListMLE: {train: {device: 'cuda:7'}}}\n"])
+def test_a_device_the_machine_lacks_names_the_file_that_sets_it(tmp_path, monkeypatch, capsys, overlay):
+    """``train.device`` naming CUDA on a machine without it: one line naming the overlay that sets it, before
+    the bundle is read."""
+    import torch
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    (tmp_path / "dev.yaml").write_text(overlay)
+    (tmp_path / "other.yaml").write_text("train: {epochs: 2}\n")
+    code, err = cli(monkeypatch, capsys, "train", "--model", "ListMLE", "--fold", 1, "--bundle", tmp_path / "none.npz",
+                    "--collection", tmp_path / "none", "--params", Path("params.yaml").resolve(),
+                    "--params", tmp_path / "dev.yaml", "--params", tmp_path / "other.yaml", "--out", tmp_path / "out")
+    assert_fails(code, err, "dev.yaml", "but no CUDA device is available")
+    assert not (tmp_path / "out").exists()
