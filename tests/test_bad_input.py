@@ -341,7 +341,7 @@ def test_collection_out_with_other_files_is_refused(collection, tmp_path, monkey
     (out / "notes.txt").write_text("keep me")
     code, err = cli(monkeypatch, capsys, "collection", "subset", "--source", collection, "--out", out,
                     "--queries", 2, "--folds", 2)
-    assert_fails(code, err, "mine", "holds other files (no topics.parquet)")
+    assert_fails(code, err, "mine/notes.txt", "srdiv did not write this file")
     assert [p.name for p in out.iterdir()] == ["notes.txt"]
 
 
@@ -350,8 +350,9 @@ def test_an_interrupted_collection_write_leaves_the_old_one(collection, tmp_path
     from srdiv.collection.schema import load_collection, write_collection
 
     out = tmp_path / "coll"
-    shutil.copytree(collection, out)
+    write_collection(load_collection(collection), out)          # srdiv's, recorded
     before = {p.name: p.read_bytes() for p in out.iterdir()}
+    record = (tmp_path / ".srdiv-outputs.json").read_bytes()
     coll = load_collection(collection)
     coll.run = coll.run.assign(score=coll.run["score"] + 1.0)   # a different collection
     written = []
@@ -366,7 +367,8 @@ def test_an_interrupted_collection_write_leaves_the_old_one(collection, tmp_path
     with pytest.raises(KeyboardInterrupt):
         write_collection(coll, out)
     assert {p.name: p.read_bytes() for p in out.iterdir()} == before     # the old collection, whole
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["coll"]        # no temporary directory, no new record
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".srdiv-outputs.json", "coll"]   # no temporary directory
+    assert (tmp_path / ".srdiv-outputs.json").read_bytes() == record                     # and the record as it was
     monkeypatch.undo()
     write_collection(coll, out)                                          # uninterrupted: the new one, whole
     assert load_collection(out).run["score"].equals(coll.run["score"])
@@ -435,6 +437,13 @@ BAD_PARAMS = [
     ("train: {epochs: 3}\ntrain: {patience: 2}\n", "key 'train' appears twice in one mapping"),
     ("models:\n  DSSA:\n    model: {name: dssa}\n    model: {name: hdssa}\n", "key 'model' appears twice"),
     ("report: &r {ablations: {x: *r}}\n", "recursive alias *r"),
+    # a learning rate that overflows a float; rows and reference runs named in an overlay
+    ("models: {DSSA: {optim: {args: {lr: 1.0e+400}}}}\n", "'models.DSSA.optim.args.lr' must be a number > 0, got inf"),
+    ("models: {DSSA: {optim: {args: {lr: .inf}}}}\n", "'models.DSSA.optim.args.lr' must be a number > 0, got inf"),
+    ("run_models: [DSSA, Bogus]\n", "run_models names 'Bogus', which is not a row of models"),
+    ("report: {reference_runs: {'bad name': x.txt}}\n", "report.reference_runs: name 'bad name' must be one word"),
+    ("report: {reference_runs: {../up: x.txt}}\n", "report.reference_runs: name '../up' must be one word"),
+    ("report: {reference_runs: {DSSA: x.txt}}\n", "report.reference_runs: 'DSSA' is also a row of models"),
 ]
 
 
@@ -525,3 +534,53 @@ def test_an_output_that_cannot_be_written_is_one_line(collection, tmp_path, monk
     code, err = cli(monkeypatch, capsys, "evaluate", "--collection", collection, "--run", tmp_path / "run.txt",
                     "--out", tmp_path / "run.txt" / "m.parquet")
     assert_fails(code, err, "run.txt", "File exists")   # the OS: a file stands where a directory must be
+
+
+def test_the_same_run_twice_and_a_path_not_utf8_are_one_line_before_any_work(collection, tmp_path, monkeypatch,
+                                                                             capsys):
+    """``--run A --run A`` (the same file, however written) and a path whose bytes are not UTF-8 stop the
+    command at once: nothing written."""
+    import os
+
+    (tmp_path / "run.txt").write_text(GOOD_RUN)
+    odd = Path(os.fsdecode(os.fsencode(tmp_path) + b"/\xff.txt"))
+    odd.write_text(GOOD_RUN)
+    for args, where, why in (
+            (["--run", tmp_path / "run.txt", "--run", tmp_path / "." / "run.txt"], "run.txt", "given twice as --run"),
+            (["--run", odd], "\\udcff.txt", "the path is not valid UTF-8")):
+        code, err = cli(monkeypatch, capsys, "evaluate", "--collection", collection, *args, "--out",
+                        tmp_path / "m.parquet")
+        assert_fails(code, err, where, why)
+    code, err = cli(monkeypatch, capsys, "evaluate", "--collection", collection, "--run", tmp_path / "run.txt",
+                    "--out", Path(os.fsdecode(os.fsencode(tmp_path) + b"/\xfe.parquet")))
+    assert_fails(code, err, "\\udcfe.parquet", "the path is not valid UTF-8")
+    assert sorted(os.listdir(os.fsencode(tmp_path))) == [b"run.txt", b"\xff.txt"]
+
+
+@pytest.mark.parametrize("args, why", [
+    (["train", "--device", "cuda:7", "--model", "ListMLE"], "No such option: --device (see 'srdiv train --help')"),
+    (["nosuch"], "No such command 'nosuch'. (see 'srdiv --help')"),
+    (["collection", "import", "--topics", "x", "--out", "y"], "Missing option '--qrels'."),
+    (["evaluate", "--run", "x", "--out", "y"], "give exactly one of --collection DIR and --qrels FILE"),
+])
+def test_a_usage_error_is_one_line_too(monkeypatch, capsys, args, why):
+    """An option srdiv lacks (there is no ``--device``: ``train.device`` sets it), a command it lacks, a
+    missing or contradictory option: one line ``error: ...`` naming where to look, exit status 2."""
+    code, err = cli(monkeypatch, capsys, *args)
+    assert_fails(code, err, "error: ", why)
+
+
+@pytest.mark.parametrize("overlay", ["train: {device: cuda}\n", "models: {ListMLE: {train: {device: 'cuda:7'}}}\n"])
+def test_a_device_the_machine_lacks_names_the_file_that_sets_it(tmp_path, monkeypatch, capsys, overlay):
+    """``train.device`` naming CUDA on a machine without it: one line naming the overlay that sets it, before
+    the bundle is read."""
+    import torch
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    (tmp_path / "dev.yaml").write_text(overlay)
+    (tmp_path / "other.yaml").write_text("train: {epochs: 2}\n")
+    code, err = cli(monkeypatch, capsys, "train", "--model", "ListMLE", "--fold", 1, "--bundle", tmp_path / "none.npz",
+                    "--collection", tmp_path / "none", "--params", Path("params.yaml").resolve(),
+                    "--params", tmp_path / "dev.yaml", "--params", tmp_path / "other.yaml", "--out", tmp_path / "out")
+    assert_fails(code, err, "dev.yaml", "but no CUDA device is available")
+    assert not (tmp_path / "out").exists()

@@ -204,3 +204,82 @@ def test_folds_are_a_file_or_a_number(tmp_path, monkeypatch, capsys):
         code, err = cli(monkeypatch, capsys, *args, "--out", tmp_path / "coll")
         assert code == 2 and "give --folds FILE or --k-folds K" in " ".join(err.split()), err
         assert not (tmp_path / "coll").exists()
+
+
+def tree(d: Path) -> dict:
+    """Every entry under ``d`` (links not followed): bytes of files, targets of links."""
+    return {p.relative_to(d): (os.readlink(p) if p.is_symlink() else p.read_bytes() if p.is_file() else None)
+            for p in sorted(d.rglob("*"))}
+
+
+def _imported(d: Path) -> list:
+    for file, content in GOOD.items():
+        (d / file).write_text(content)
+    return import_args(d)
+
+
+@pytest.mark.parametrize("name, make, foreign", [
+    # a folder that merely looks like a collection: a file with one of its names, none recorded
+    ("a file named as the marker", lambda d: (d / "coll").mkdir() or (d / "coll/topics.parquet").write_text("mine"),
+     "coll/topics.parquet"),
+    # a collection copied in (no record beside it) with the user's notes
+    ("a copied collection with notes", lambda d: (shutil.copytree(d / "made", d / "coll"),
+                                                  (d / "coll/notes.txt").write_text("mine")), "coll/folds.parquet"),
+    # srdiv's own collection (recorded) with a file of the user's added, hidden or not
+    ("notes added to srdiv's collection", lambda d: (d / "made/notes.txt").write_text("mine"), "made/notes.txt"),
+    ("hidden notes in srdiv's collection", lambda d: (d / "made/.notes").write_text("mine"), "made/.notes"),
+    ("a table of srdiv's collection edited", lambda d: (d / "made/topics.parquet").write_bytes(b"x"),
+     "made/topics.parquet"),
+])
+def test_a_folder_is_replaced_only_when_the_record_lists_every_file(tmp_path, monkeypatch, capsys, name, make,
+                                                                    foreign):
+    """import and export replace an ``--out`` directory only when its manifest records every file in it
+    with its digest; otherwise one line names the first foreign file and nothing is touched."""
+    args = _imported(tmp_path)
+    assert cli(monkeypatch, capsys, *args, "--out", tmp_path / "made")[0] == 0
+    make(tmp_path)
+    out = "made" if foreign.startswith("made/") else "coll"
+    for command in (args, ["collection", "export", "--collection", tmp_path / "made" if out == "coll" else
+                           tmp_path / "coll-src"]):
+        if command[1] == "export" and out == "made":
+            assert cli(monkeypatch, capsys, *args, "--out", tmp_path / "coll-src")[0] == 0
+        before = tree(tmp_path)
+        code, err = cli(monkeypatch, capsys, *command, "--out", tmp_path / out)
+        lines = err.strip().splitlines()
+        assert code == 2 and len(lines) == 1 and f"{tmp_path / foreign}: " in lines[0], err
+        assert "did not write this file" in lines[0] or "was changed since srdiv wrote it" in lines[0], err
+        assert tree(tmp_path) == before
+
+
+def test_srdivs_own_folder_is_replaced_even_with_a_file_removed(tmp_path, monkeypatch, capsys):
+    """A recorded collection is replaced again; so is one that lost a file (Snakemake removes declared
+    outputs), and an empty directory (nothing of the user's in it)."""
+    args = _imported(tmp_path)
+    for _ in range(2):
+        assert cli(monkeypatch, capsys, *args, "--out", tmp_path / "coll")[0] == 0
+    (tmp_path / "coll/run.parquet").unlink()
+    assert cli(monkeypatch, capsys, *args, "--out", tmp_path / "coll")[0] == 0
+    assert (tmp_path / "coll/run.parquet").is_file()
+    (tmp_path / "empty").mkdir()
+    assert cli(monkeypatch, capsys, "collection", "export", "--collection", tmp_path / "coll", "--out",
+               tmp_path / "empty")[0] == 0
+
+
+def test_a_symlinked_out_is_followed_never_replaced(tmp_path, monkeypatch, capsys):
+    """``--out LINK`` to a directory writes into what the link points to; the link stays a link. A link
+    to a folder of the user's is refused like that folder, one pointing nowhere or to a file too."""
+    args = _imported(tmp_path)
+    (tmp_path / "real").mkdir()
+    (tmp_path / "link").symlink_to(tmp_path / "real")
+    for _ in range(2):
+        code, err = cli(monkeypatch, capsys, *args, "--out", tmp_path / "link")
+        assert code == 0, err
+        assert (tmp_path / "link").is_symlink() and (tmp_path / "real/topics.parquet").is_file()
+    (tmp_path / "real/notes.txt").write_text("mine")
+    (tmp_path / "dangling").symlink_to(tmp_path / "nowhere")
+    (tmp_path / "to-file").symlink_to(tmp_path / "topics.tsv")
+    for out, where in (("link", "real/notes.txt"), ("dangling", "dangling"), ("to-file", "to-file")):
+        before = tree(tmp_path)
+        code, err = cli(monkeypatch, capsys, *args, "--out", tmp_path / out)
+        assert code == 2 and len(err.strip().splitlines()) == 1 and str(tmp_path / where) in err, err
+        assert tree(tmp_path) == before

@@ -240,6 +240,39 @@ def model_weights(change):
     return spoil
 
 
+def hand_model(change):
+    """A model directory made by hand, ``hand/``: the ListMLE model.pt with ``change(saved dict, spec)`` applied."""
+    def spoil(d):
+        import json
+
+        import torch
+
+        (d / "hand").mkdir()
+        saved = torch.load(d / "models/ListMLE/fold1/model.pt", weights_only=True)
+        spec = json.loads(saved["spec"])
+        change(saved, spec)
+        saved["spec"] = json.dumps(spec)
+        torch.save(saved, d / "hand/model.pt")
+    return spoil
+
+
+def HAND_RANK(d):
+    return ["rank", *C(d), "--bundle", d / "bundle.npz", "--fold", 1, "--model-dir", d / "hand", "--out", d / "hand"]
+
+
+def user_model(module: str, body: str, tune: bool = False):
+    """An overlay importing ``module``.py (beside the workspace: importing it writes bytecode), which registers
+    a ListMLE whose scores run ``body``, as the row ``Mine`` (``tune``: two points, each in its own process)."""
+    def spoil(d):
+        (d.parent / f"{module}.py").write_text(
+            "import sys\nfrom srdiv.models.listmle import ListMLE\nfrom srdiv.registry import MODELS\n"
+            f"@MODELS.register('{module}')\nclass Mine(ListMLE):\n    def list_scores(self, batch):\n        {body}\n")
+        (d / "overlay.yaml").write_text(yaml.safe_dump({**OVERLAY, "import": [str(d.parent / f"{module}.py")], "models": {
+            "Mine": {"extends": "ListMLE", "model": {"name": module},
+                     **({"tune": {"optim.args.lr": [0.1, 0.01]}} if tune else {})}}}))
+    return spoil
+
+
 def unjudged_fold(fold):
     """The collection without the judgments of fold ``fold``'s topics."""
     def spoil(d):
@@ -459,6 +492,27 @@ CASES = [
         docno_a=[*f["docno_a"][:-1], None])), BUNDLE, "div.parquet", "key column 'docno_a' is null"),
     ("rank: a model with a NaN weight", model_weights(lambda state: next(iter(state.values())).fill_(float("nan"))),
      RANK, "model.pt", "holds values that are not finite"),
+    ("rank: a model made by hand, weights of other shapes", hand_model(lambda saved, spec: saved["state"].update(
+        {next(iter(saved["state"])): __import__("torch").zeros(3, 3)})), HAND_RANK, "hand/model.pt",
+     "not a model.pt of srdiv train (RuntimeError: Error(s) in loading state_dict for ListMLE: size mismatch"),
+    ("rank: a model made by hand, no weights", hand_model(lambda saved, spec: saved.update(state={})), HAND_RANK,
+     "hand/model.pt", "Missing key(s) in state_dict"),
+    ("rank: a model made by hand, an unknown model", hand_model(lambda saved, spec: spec["model"].update(
+        name="bogus")), HAND_RANK, "hand/model.pt", "(KeyError: unknown model 'bogus'"),
+    ("rank: a model made by hand, an unknown argument", hand_model(lambda saved, spec: spec["model"]["args"].update(
+        bogus=1)), HAND_RANK, "hand/model.pt", "unexpected keyword argument 'bogus'"),
+    ("train: a prior made by hand, no weights", hand_model(lambda saved, spec: saved.update(state={})),
+     TRAIN("MMR", "--prior", "hand/model.pt"), "hand/model.pt", "Missing key(s) in state_dict"),
+    ("samples: --row names no row", nothing, lambda d: SAMPLES(d) + ["--row", "Bogus"], "--row",
+     "no params file gives the row models.Bogus"),
+    # a user's component that stops the command: never success, one line naming its module
+    ("train: a user's model calls sys.exit(0)", user_model("stops_at_once", "sys.exit(0)"), TRAIN("Mine"),
+     "stops_at_once.py", "called sys.exit(0) while the command ran"),
+    ("train: a user's model raises", user_model("raises_at_once", "raise ValueError('mine')"), TRAIN("Mine"),
+     "raises_at_once.py", "raised ValueError: mine"),
+    ("train: a user's model calls sys.exit(0) in a tuning process", user_model("stops_in_tuning", "sys.exit(0)",
+                                                                            tune=True),
+     lambda d: TRAIN("Mine")(d) + ["--threads", 2], "stops_in_tuning.py", "called sys.exit(0) while the command ran"),
     ("train: a prior with an infinite weight", model_weights(lambda state: next(iter(state.values())).fill_(
         float("inf"))), TRAIN("MMR", "--prior", "models/ListMLE/fold1"), "model.pt", "holds values that are not finite"),
     ("train: training (and validation) folds with no judged topic", unjudged_fold(2), TRAIN("ListMLE"), "folds.parquet",
@@ -502,6 +556,9 @@ CASES = [
     # a command never replaces a file it did not write (the manifest .srdiv-outputs.json records what it wrote)
     ("report: --out over a README the user wrote", lambda d: ((d / "mine").mkdir(), text("mine/README.md", "notes")(d)),
      out_at(REPORT, "mine"), "mine/README.md", "exists and srdiv did not write it"),
+    ("report: --out over a README the user wrote that begins as the report's", lambda d: (
+        (d / "mine").mkdir(), text("mine/README.md", "# Results: my notes\n")(d)), out_at(REPORT, "mine"),
+     "mine/README.md", "exists and srdiv did not write it"),
     ("report: the results README edited by hand", text("results/README.md", "# Results: mine\n"), REPORT,
      "results/README.md", "was changed since srdiv wrote it"),
     ("train: --out at another row's directory", nothing, out_at(TRAIN("Initial"), "models/ListMLE/fold1"),
@@ -517,7 +574,16 @@ CASES = [
     ("bundle: --out over a bundle changed by hand", arrays("bundle.npz", lambda a: a["labels"].fill(0)), BUNDLE,
      "bundle.npz", "was changed since srdiv wrote it"),
     ("embed: a file of the user's in its output directory", text("embed/notes.txt", "mine"),
-     lambda d: ["embed", *C(d), *P(d), "--out", d / "embed"], "embed", "was changed since srdiv wrote it"),
+     lambda d: ["embed", *C(d), *P(d), "--out", d / "embed"], "embed/notes.txt", "srdiv did not write this file"),
+    ("embed: a hidden file of the user's in its output directory", text("embed/.notes", "mine"),
+     lambda d: ["embed", *C(d), *P(d), "--out", d / "embed"], "embed/.notes", "srdiv did not write this file"),
+    ("pseudo-docs: --out a copy of an output (no record) with notes", lambda d: (
+        shutil.copytree(d / "pd", d / "copy"), text("copy/notes.txt", "mine")(d)),
+     lambda d: ["pseudo-docs", *C(d), *P(d), "--embed-dir", d / "embed", "--out", d / "copy"], "copy/doc2vec.parquet",
+     "srdiv did not write this file"),
+    ("embed: --out a symbolic link to a folder of the user's", lambda d: (
+        (d / "mine").mkdir(), text("mine/doc2vec.parquet", "mine")(d), (d / "link").symlink_to(d / "mine")),
+     lambda d: ["embed", *C(d), *P(d), "--out", d / "link"], "mine/doc2vec.parquet", "srdiv did not write this file"),
     ("gather: --out a symbolic link", lambda d: (d / "link.parquet").symlink_to(d / "metrics.parquet"),
      out_at(GATHER, "link.parquet"), "link.parquet", "exists and srdiv did not write it"),
     # params: checked once, at load, before any work

@@ -91,12 +91,13 @@ def test_a_real_command_stopped_by_a_signal_fails(sig, code, tmp_path):
 IMPORT_SIGNAL = """
 import importlib.abc, os, signal, sys
 
-SIG = getattr(signal, sys.argv[1])
+SIG, MODULE = getattr(signal, sys.argv[1]), sys.argv[2]
+sys.modules.pop(MODULE, None)                     # imported again, as the program's first run does
 
 
 class Signal(importlib.abc.MetaPathFinder):
     def find_spec(self, name, path=None, target=None):
-        if name == "typer":                       # srdiv.cli's first heavy import
+        if name == MODULE:
             os.kill(os.getpid(), SIG)
         return None
 
@@ -107,12 +108,14 @@ main()
 """
 
 
+@pytest.mark.parametrize("module", ["pathlib", "typer"])
 @pytest.mark.parametrize("sig,code", [("SIGINT", 130), ("SIGTERM", 143)])
-def test_a_signal_while_the_commands_are_imported_is_an_interrupt(sig, code):
-    """The entry point sets its handlers before it imports the commands: a signal during those imports
-    ends the program with one line and 130 or 143, no traceback."""
-    proc = subprocess.run([sys.executable, "-c", IMPORT_SIGNAL, sig], cwd=ROOT, capture_output=True, text=True,
-                          timeout=120, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+def test_a_signal_while_the_commands_are_imported_is_an_interrupt(sig, code, module):
+    """The entry point sets its handlers first, before it imports anything but :mod:`srdiv.interrupts`: a
+    signal while it imports its own modules (``pathlib``) or the commands (``typer``, srdiv.cli's first heavy
+    import) ends the program with one line and 130 or 143, no traceback."""
+    proc = subprocess.run([sys.executable, "-c", IMPORT_SIGNAL, sig, module], cwd=ROOT, capture_output=True,
+                          text=True, timeout=120, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     lines = [line for line in proc.stderr.splitlines() if line.strip()]
     assert proc.returncode == code, proc.stderr[-2000:]
     assert len(lines) == 1 and lines[0].startswith(f"interrupted by {sig}"), proc.stderr[-2000:]

@@ -192,3 +192,37 @@ def test_a_row_added_with_import_plans_only_its_own_jobs(tmp_path):
     model = work / "examples" / "linear_xquad.py"
     model.write_text(model.read_text() + "# an edit\n")
     assert _planned(work, overlay, env=env) == row_jobs
+
+
+@pytest.mark.parametrize("code, status, line", [
+    ("import sys\nsys.exit(0)\n", 2, "error: {yaml}: import: cannot import 'stops.py': it called sys.exit(0) while "
+                                     "being imported"),
+    ("raise SystemExit('bye')\n", 2, "error: {yaml}: import: cannot import 'stops.py': it called sys.exit('bye')"),
+    ("raise KeyboardInterrupt\n", 130, "interrupted by SIGINT while importing stops.py ({yaml}): stopped before "
+                                       "finishing"),
+])
+def test_an_imported_module_that_stops_is_never_success(tmp_path, monkeypatch, capsys, code, status, line):
+    """A module of ``import:`` that calls sys.exit (even with 0) or is interrupted while srdiv imports it ends
+    the command with one line naming it, never with success; nothing is written."""
+    from helpers import cli
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "stops.py").write_text(code)
+    (tmp_path / "mine.yaml").write_text("import: [stops.py]\n")
+    status_, err = cli(monkeypatch, capsys, "train", "--model", "ListMLE", "--fold", 1, "--bundle", "none.npz",
+                       "--collection", "none", "--params", ROOT / "params.yaml", "--params", "mine.yaml",
+                       "--out", "out")
+    lines = err.strip().splitlines()
+    assert status_ == status and len(lines) == 1 and lines[0].startswith(line.format(yaml="mine.yaml")), err
+    assert "stops" not in sys.modules and sorted(p.name for p in tmp_path.iterdir()) == ["mine.yaml", "stops.py"]
+
+
+def test_an_entry_point_that_stops_is_one_error_naming_it(tmp_path, monkeypatch):
+    (tmp_path / "ep_plugin_exit.py").write_text("import sys\nsys.exit(0)\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    found = [EntryPoint("e", "ep_plugin_exit", registry.ENTRY_POINT_GROUP)]
+    monkeypatch.setattr(registry, "entry_points", lambda group: found if group == registry.ENTRY_POINT_GROUP else [])
+    monkeypatch.setattr(registry, "_entry_points_loaded", False)
+    with pytest.raises(InputError, match=r"entry point srdiv.components:e: cannot import 'ep_plugin_exit': it called "
+                                         r"sys.exit\(0\) while being imported"):
+        MODELS.names()

@@ -1,6 +1,7 @@
 """Report tables: means, bold, paired t-test markers, Holm, per-position, file formats."""
 
 import json
+import subprocess
 from pathlib import Path
 
 import numpy as np
@@ -167,10 +168,21 @@ def test_build_report_writes_every_format(tmp_path):
     readme = (tmp_path / "out/README.md").read_text()
     for path in (ppath, overlay):  # every merged params file is named with its hash
         assert f"`{path.as_posix()}`, hash `{params_hash(path)}`" in readme
-    (tmp_path / "out/tables/ablation-gone.md").write_text("a table of an earlier report")
-    (tmp_path / "out/.srdiv-outputs.json").unlink()                          # an earlier srdiv's: no manifest
+    (tmp_path / "out/tables/main.md").unlink()                               # as Snakemake removes it
     build_report(mpath, params, [ppath, overlay], tmp_path / "out")          # a second report replaces the first
-    assert not (tmp_path / "out/tables/ablation-gone.md").exists() and (tmp_path / "out/tables/main.md").exists()
+    assert (tmp_path / "out/tables/main.md").exists()
+    (tmp_path / "out/.srdiv-outputs.json").unlink()          # a fresh clone's committed report: no manifest, but git
+    git = ["git", "-C", tmp_path / "out", "-c", "user.name=t", "-c", "user.email=t@t"]
+    for args in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "report"]):
+        subprocess.run([*git, *args], check=True)
+    (tmp_path / "out/tables/main.md").unlink()
+    build_report(mpath, params, [ppath, overlay], tmp_path / "out")          # git holds every other file as it is
+    (tmp_path / "out/.srdiv-outputs.json").unlink()
+    (tmp_path / "out/tables/ablation-gone.md").write_text("a table of the user's")
+    with pytest.raises(InputError, match="tables/ablation-gone.md: srdiv did not write this file"):
+        build_report(mpath, params, [ppath, overlay], tmp_path / "out")
+    assert (tmp_path / "out/tables/ablation-gone.md").read_text() == "a table of the user's"
+    (tmp_path / "out/tables/ablation-gone.md").unlink()
     build_report(mpath, params, [ppath, overlay], tmp_path / "again")
     for plot in ("per-query-differences.svg", "sweeps.svg", "sweeps.png"):    # same inputs, same bytes
         assert (tmp_path / "out/plots" / plot).read_bytes() == (tmp_path / "again/plots" / plot).read_bytes()

@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import functools
 import importlib
+import os
 import signal
 import sys
 from pathlib import Path
 
 import typer
 
+from srdiv import registry
 from srdiv.io import InputError, check_output, claim
 from srdiv.interrupts import INTERRUPTED, Terminated, stopped, terminate
 from srdiv.dvc_stages import generated
@@ -58,11 +60,21 @@ WHOLE_DIR_OUTPUTS = {"subset", "trec-web", "wordnet-div", "debian-facets", "embe
 def _guard_outputs(name: str, command):
     """``command`` refusing an ``--out`` (or ``--*-out``) that would overwrite or replace one of its
     inputs (every other path option, :func:`srdiv.io.check_output`) or a file srdiv did not write
-    (:func:`srdiv.io.claim`), before it reads anything."""
+    (:func:`srdiv.io.claim`), a path that is not valid UTF-8, and one file given twice to an option
+    (``--run A --run A``; ``--params`` may repeat a file), before it reads anything."""
     @functools.wraps(command)
     def guarded(**options):
         paths = {key: value if isinstance(value, list) else [value] for key, value in options.items()}
         paths = {key: [v for v in values if isinstance(v, Path)] for key, values in paths.items()}
+        for key, values in paths.items():
+            for i, value in enumerate(values):
+                try:
+                    os.fsencode(value).decode("utf-8")
+                except UnicodeDecodeError:
+                    raise InputError(value, "the path is not valid UTF-8 (srdiv writes paths into its records "
+                                            "as text): rename it") from None
+                if key != "params" and value.resolve() in {v.resolve() for v in values[:i]}:
+                    raise InputError(value, f"given twice as --{key.replace('_', '-')}; give each once")
         inputs = [v for key, values in paths.items() if not (key == "out" or key.endswith("_out")) for v in values]
         for key, values in paths.items():
             if key == "out" or key.endswith("_out"):
@@ -70,6 +82,8 @@ def _guard_outputs(name: str, command):
                     check_output(out, inputs, whole_dir=name in WHOLE_DIR_OUTPUTS)
                     if not out.is_dir():
                         claim(out, legacy=generated if name == "dvc-yaml" else None)
+                    elif name in WHOLE_DIR_OUTPUTS:      # a committed output is checked for its kind when written
+                        claim(os.path.realpath(out), legacy=lambda path: True)
         return command(**options)
     return guarded
 
@@ -78,19 +92,20 @@ for _info in [*app.registered_commands, *(c for g in app.registered_groups for c
     _info.callback = _guard_outputs(_info.name or _info.callback.__name__.replace("_", "-"), _info.callback)
 
 
-def _error(message: str) -> None:
-    """One line ``error: message`` (a path's bytes that are not UTF-8 shown as escapes), exit status 2."""
+def _error(message: str, code: int = 2) -> None:
+    """One line ``error: message`` (a path's bytes that are not UTF-8 shown as escapes), exit status ``code``."""
     line = f"error: {message}".encode("utf-8", "backslashreplace").decode("utf-8")
     typer.secho(" ".join(line.split()), err=True, fg=typer.colors.RED)
-    sys.exit(2)
+    sys.exit(code)
 
 
 def main() -> None:
     """Entry point: bad input ends with one clear line and exit status 2; an interrupt is never success
-    (SIGINT 130, SIGTERM 143, one line saying so)."""
+    (SIGINT 130, SIGTERM 143, one line saying so); nor is a user's component that calls ``sys.exit`` or
+    raises (one line naming its module, exit status 2)."""
     signal.signal(signal.SIGTERM, terminate)
     try:
-        code = app(standalone_mode=False)    # typer turns Ctrl-C into the return value 130
+        code = app(prog_name="srdiv", standalone_mode=False)    # typer turns Ctrl-C into the return value 130
     except InputError as err:
         _error(str(err))
     except OSError as err:  # an output that cannot be written (no such directory, disk full, permissions)
@@ -100,14 +115,21 @@ def main() -> None:
         code = 143
     except typer.Abort:
         sys.exit(1)
+    except SystemExit as err:   # a user's model, objective or module called sys.exit: the command did not finish
+        _error(f"{registry.culprit(err) or 'code outside srdiv'} called sys.exit({err.code!r}) while the command "
+               "ran; the command did not finish")
     except Exception as err:  # click usage errors carry their own exit code
         code = getattr(err, "exit_code", None)
         if code is None:
-            raise
-        if hasattr(err, "show"):
-            err.show()
+            where = registry.culprit(err)
+            if where is None:
+                raise
+            _error(f"{where} raised {type(err).__name__}: {err}")
+        if hasattr(err, "format_message"):    # a usage error (click's): one line too, with where to look
+            context = getattr(err, "ctx", None)
+            _error(err.format_message() + (f" (see '{context.command_path} --help')" if context else ""), code)
         sys.exit(code)
     if isinstance(code, int) and code:
         if code in INTERRUPTED:
-            stopped(code)
+            stopped(code, registry.interrupted_import)
         sys.exit(code)

@@ -137,7 +137,7 @@ def run_rows(params: dict) -> list[str]:
         return list(rows)
     unknown = [row for row in chosen if row not in rows]
     if unknown:
-        raise KeyError(f"run_models names rows params.yaml does not have: {', '.join(unknown)}")
+        raise KeyError(f"run_models names rows no params file gives: {', '.join(unknown)}")
     return list(chosen)
 
 
@@ -145,7 +145,7 @@ def model_spec(params: dict, row: str) -> ModelSpec:
     """The spec of ``models.<row>`` from the loaded ``params.yaml``."""
     models = model_rows(params)
     if row not in models:
-        raise KeyError(f"params.yaml has no models.{row} (rows: {', '.join(models) or 'none'})")
+        raise KeyError(f"no params file gives the row models.{row} (rows: {', '.join(models) or 'none'})")
     return _spec(params, row, models[row])
 
 

@@ -7,6 +7,7 @@ import hashlib
 import json
 import os
 import shutil
+import subprocess
 import tempfile
 from pathlib import Path
 from typing import Callable, Iterator
@@ -74,6 +75,9 @@ def _fresh_temp(path: Path, directory: bool = False) -> Path:
 MANIFEST = ".srdiv-outputs.json"
 """The record, in each directory srdiv writes into, of the outputs it wrote there: ``{name: [SHA-256, ...]}``."""
 
+TOOL_MARKS = {".snakemake_timestamp"}
+"""Files a workflow tool leaves at the top of an output directory it ran a command for (not the user's)."""
+
 _STAGING: list[Path] = []
 """Temporary directories of :func:`atomic_set` being filled: their content is recorded as a whole."""
 
@@ -124,25 +128,101 @@ def _locked(folder: Path) -> Iterator[None]:
         os.close(fd)
 
 
-def claim(path: str | os.PathLike, legacy: Callable[[Path], bool] | None = None, shrunk: bool = False) -> None:
+def claim(path: str | os.PathLike, legacy: Callable[[Path], bool] | None = None) -> None:
     """Refuse to replace ``path`` unless srdiv wrote what lies there: its directory's manifest records
     ``path`` with the digest of its present content (so a file a user wrote, or changed since, is
-    never replaced). ``legacy``: whether an unrecorded ``path`` is an output of an srdiv without
-    manifests, recognised by its content (a collection directory, a report's ``tables/``).
+    never replaced); for a directory, every file in it (:func:`_claim_dir`). ``legacy``: whether an
+    unrecorded ``path`` is an output of an srdiv without manifests, recognised by its content (a
+    results README, a ``dvc.yaml``; for a directory, see :func:`_claim_dir`).
     """
     path = Path(path)
     if not os.path.lexists(path) or _staged(path):
         return
+    if path.is_dir() and not path.is_symlink():
+        return _claim_dir(path, legacy)
     recorded = _manifest(path.parent).get(path.name)
     if recorded is None and legacy is not None and legacy(path):
         return
     if recorded is None:
         raise InputError(path, "exists and srdiv did not write it; srdiv never replaces a file it did not write: "
                                "move it away or choose another output path")
-    if digest(path) not in recorded and not (shrunk and path.is_dir() and legacy is not None and legacy(path)):
+    if digest(path) not in recorded:
         raise InputError(path, "was changed since srdiv wrote it; srdiv never replaces a file it did not write: "
-                               "move it away or choose another output path")      # (a directory of only its own
-                                                                                  # kind of files: Snakemake removed one)
+                               "move it away or choose another output path")
+
+
+def _contents(folder: Path) -> list[str]:
+    """Every file under ``folder`` (hidden ones and symbolic links included, not followed; the
+    :data:`TOOL_MARKS` at its top left out), as sorted relative names."""
+    names = []
+    for root, dirs, files in os.walk(folder):
+        rel = Path(root).relative_to(folder)
+        names += [str(rel / n) for n in files] + [str(rel / n) for n in dirs if os.path.islink(os.path.join(root, n))]
+    return sorted(n for n in names if n not in TOOL_MARKS)
+
+
+def _claim_dir(folder: Path, legacy: Callable[[Path], bool] | None) -> None:
+    """Refuse to replace the directory ``folder`` unless every file in it is srdiv's: recorded in the
+    manifest beside it (``NAME/REL``) with its present digest. A file removed since is no loss. An
+    unrecorded directory is srdiv's only when empty, or (a fresh clone's committed output, which no
+    manifest records) when ``legacy`` accepts it and git holds every file in it as it is
+    (:func:`_uncommitted`). The one line names the first file that is not srdiv's."""
+    files = _contents(folder)
+    record = _manifest(folder.parent)
+    prefix = f"{folder.name}/"
+    if not any(key.startswith(prefix) for key in record):
+        if folder.name in record and digest(folder) in record[folder.name] and \
+                not any(part.startswith(".") for name in files for part in Path(name).parts):
+            return      # recorded as a whole by an srdiv that kept no file list (hidden files not covered)
+        foreign = files[0] if files else None
+        if foreign is not None and legacy is not None and legacy(folder):
+            foreign = _uncommitted(folder, files)
+        if foreign is not None:
+            raise InputError(folder / foreign, "srdiv did not write this file, and replaces a directory only when it "
+                                               "wrote every file in it: move it away or choose another output directory")
+        return
+    for name in files:
+        recorded = record.get(prefix + name)
+        if recorded is None:
+            raise InputError(folder / name, "srdiv did not write this file, and replaces a directory only when it "
+                                            "wrote every file in it: move it away or choose another output directory")
+        if digest(folder / name) not in recorded:
+            raise InputError(folder / name, "was changed since srdiv wrote it; srdiv replaces a directory only when "
+                                            "it wrote every file in it: move it away or choose another output directory")
+
+
+def committed(path: Path) -> bool:
+    """Whether git holds the file ``path`` as it is (so ``git checkout`` would bring it back)."""
+    return _uncommitted(path.parent, [path.name]) is None
+
+
+def _uncommitted(folder: Path, files: list[str]) -> str | None:
+    """The first of ``files`` (names under ``folder``) that git does not hold as it is there (so
+    ``git checkout`` would not bring it back), or None; the first of them all when git cannot tell."""
+    try:
+        listing = subprocess.run(["git", "-C", str(folder), "ls-files", "-s", "-z", "--", "."],
+                                 capture_output=True, timeout=60, check=True).stdout
+    except (OSError, subprocess.SubprocessError):
+        return files[0]
+    blobs = {}
+    for item in filter(None, listing.split(b"\0")):
+        meta, name = item.split(b"\t", 1)
+        blobs[os.fsdecode(name)] = meta.split()[1].decode()
+    for name in files:
+        path = folder / name
+        data = os.fsencode(os.readlink(path)) if path.is_symlink() else path.read_bytes()
+        if blobs.get(name) != hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest():
+            return name
+    return None
+
+
+def _entries(path: Path, name: str) -> dict[str, str]:
+    """The manifest's entries for ``path`` recorded as ``name``: its digest, and for a directory each
+    file's in it (``name/REL``)."""
+    entries = {name: digest(path)}
+    if path.is_dir() and not path.is_symlink():
+        entries.update({f"{name}/{rel}": digest(path / rel) for rel in _contents(path)})
+    return entries
 
 
 def _write_manifest(folder: Path, text: str | None) -> None:
@@ -183,8 +263,12 @@ def _record(path: Path, new: Path) -> Callable[[], None]:
     with _locked(folder):
         before = (folder / MANIFEST).read_text() if (folder / MANIFEST).is_file() else None
         record = _manifest(folder)
-        present = digest(path) if os.path.lexists(path) and path.name in record else None
-        record[path.name] = sorted({d for d in record.get(path.name, []) if d == present} | {digest(new)})
+        present = _entries(path, path.name) if os.path.lexists(path) and path.name in record else {}
+        for key in [k for k in record if k == path.name or k.startswith(f"{path.name}/")]:
+            record[key] = [d for d in record[key] if d == present.get(key)]
+        for key, value in _entries(new, path.name).items():
+            record[key] = sorted(set(record.get(key, [])) | {value})
+        record = {key: value for key, value in record.items() if value}
         _write_manifest(folder, json.dumps(record, indent=1, sort_keys=True) + "\n")
 
     def undo() -> None:
@@ -218,8 +302,7 @@ def atomic_path(path: str | os.PathLike, legacy: Callable[[Path], bool] | None =
 
 
 @contextlib.contextmanager
-def atomic_set(paths: list[str | os.PathLike], legacy: Callable[[Path], bool] | None = None,
-               shrunk: bool = False) -> Iterator[list[Path]]:
+def atomic_set(paths: list[str | os.PathLike], legacy: Callable[[Path], bool] | None = None) -> Iterator[list[Path]]:
     """Yield a new path for each of ``paths`` (files or directories, each in a temporary directory
     beside its own); they replace ``paths`` together, only on success.
 
@@ -229,14 +312,15 @@ def atomic_set(paths: list[str | os.PathLike], legacy: Callable[[Path], bool] | 
     all new, and while the first of them exists, all that exist are of one set. Only SIGKILL during
     those renames (a few system calls, which it gives no clean-up) can leave a mix, or none of them.
     An existing path that srdiv did not write is refused before anything is made (:func:`claim`, with
-    ``legacy``); each new one is recorded, as a whole, in its directory's manifest.
+    ``legacy``); each new one is recorded, as a whole, in its directory's manifest. A path that is a
+    symbolic link to a directory stands for that directory (the link stays; what it points to is replaced).
     """
-    paths = [Path(p) for p in paths]
+    paths = [Path(os.path.realpath(p)) if os.path.islink(p) and os.path.isdir(p) else Path(p) for p in paths]
     twice = [p for i, p in enumerate(paths) if p.resolve() in {q.resolve() for q in paths[:i]}]
     if twice:
         raise InputError(twice[0], "the same output is given twice; choose one path per output")
     for path in paths:
-        claim(path, legacy, shrunk)      # shrunk: a recorded directory that ``legacy`` accepts may have changed
+        claim(path, legacy)
     temps = []
     try:
         for path in paths:
@@ -282,16 +366,14 @@ def atomic_dir(path: str | os.PathLike, marker: str) -> Iterator[Path]:
 
     For outputs of several files (a collection, ``srdiv embed``'s vectors and models): an
     interrupt or an error leaves the old directory or the new one, never a mix (:func:`atomic_set`).
-    An existing ``path`` that is not a directory, or a non-empty one that srdiv did not write as it is
-    (recorded in the manifest beside it; unrecorded, an earlier output of the same kind: it holds the
-    file ``marker``), is refused rather than replaced.
+    An existing ``path`` that is not a directory, or one holding a file srdiv did not write (recorded
+    in the manifest beside it; unrecorded, a committed output of the same kind holds the file ``marker``:
+    :func:`_claim_dir`), is refused rather than replaced.
     """
     path = Path(path)
-    if path.exists() and not path.is_dir():
+    if os.path.lexists(path) and not path.is_dir():
         raise InputError(path, "output directory exists and is not a directory")
-    if path.is_dir() and any(path.iterdir()) and path.name not in _manifest(path.parent) and not (path / marker).exists():
-        raise InputError(path, f"output directory holds other files (no {marker}); choose a new or empty one")
-    with atomic_set([path], legacy=lambda p: not any(p.iterdir()) or (p / marker).exists()) as (tmp,):
+    with atomic_set([path], legacy=lambda p: (p / marker).exists()) as (tmp,):
         tmp.mkdir()
         yield tmp
 

@@ -3,18 +3,30 @@
 The commands import heavy libraries (typer, pandas, torch) when :mod:`srdiv.cli` is imported; a
 signal during those seconds must end the program as one during a command does (one line, exit 130
 or 143), so this module imports nothing of srdiv's but :mod:`srdiv.interrupts` before it has set
-the handlers. It also chooses OpenBLAS's kernels (:func:`pin_blas_kernel`), which must happen before
-numpy is first imported.
+the handlers. Imported by the program (``srdiv``), its first lines set handlers that end it at once with
+that line and code (:func:`srdiv.interrupts.stop_now`: nothing is written yet); :func:`main` then sets those
+that let a command clean up. It also chooses OpenBLAS's kernels (:func:`pin_blas_kernel`), which must
+happen before numpy is first imported.
 """
 
 from __future__ import annotations
 
-import os
-import re
-import signal
-from pathlib import Path
+import _signal      # signal's C half: it imports nothing, so the handlers are set before anything else is read
+import sys
 
-from srdiv.interrupts import Terminated, stopped, terminate
+from srdiv.interrupts import stop_now
+
+if sys.argv[0].rpartition("/")[2] == "srdiv":      # the program, not a library import: answer from here on
+    _signal.signal(_signal.SIGTERM, stop_now)
+    if _signal.getsignal(_signal.SIGINT) is _signal.default_int_handler:   # not ignored (a background job)
+        _signal.signal(_signal.SIGINT, stop_now)
+
+import os                   # noqa: E402  (after the handlers: each import is time a signal may arrive in)
+import re                   # noqa: E402
+import signal               # noqa: E402
+from pathlib import Path    # noqa: E402
+
+from srdiv.interrupts import Terminated, stopped, terminate  # noqa: E402
 
 BLAS_KERNEL = "SkylakeX"
 """OpenBLAS's AVX-512 kernels, with which the committed tables' document vectors and features were built."""
@@ -44,11 +56,13 @@ def pin_blas_kernel(environ=os.environ, cpuinfo: Path = Path("/proc/cpuinfo")) -
 def main() -> None:
     """Set the signal handlers and the BLAS kernel, then import and run the command line (:func:`srdiv.cli.main`)."""
     signal.signal(signal.SIGTERM, terminate)
-    pin_blas_kernel()
+    if signal.getsignal(signal.SIGINT) is stop_now:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
+        pin_blas_kernel()
         from srdiv.cli import main as run
+        run()           # answers the signals itself; these catch one between its steps
     except KeyboardInterrupt:
         stopped(130)
     except Terminated:
         stopped(143)
-    run()

@@ -425,6 +425,7 @@ def load_params(paths: Sequence[str | os.PathLike] | str | os.PathLike) -> dict[
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]
     params: dict[str, Any] = {}
+    sources: dict = {}       # each reference run's name, each row run_models names: the last file giving it
     for path in paths:
         path = Path(path)
         if not path.exists():
@@ -437,7 +438,57 @@ def load_params(paths: Sequence[str | os.PathLike] | str | os.PathLike) -> dict[
         validate(loaded, path)
         import_components([*(loaded.get("import") or []), *(loaded.get("import" + EXTEND) or [])], path)
         params = merge(params, loaded)
+        sources.update({name: path for name in _reference_names(loaded)})
+        for key in ("run_models", "run_models" + EXTEND):
+            if isinstance(loaded.get(key), list):
+                sources.update({("run_models", row): path for row in loaded[key] if isinstance(row, str)})
+    _check_references(params, sources)
+    _check_run_models(params, sources)
     return params
+
+
+def _check_run_models(params: dict, sources: dict) -> None:
+    """Each row ``run_models`` names is a row of ``models`` (where the files give ``models``); else one
+    :class:`InputError` naming the last params file that names the row."""
+    chosen = params.get("run_models")
+    if not isinstance(chosen, list) or not isinstance(params.get("models"), dict):
+        return
+    try:
+        rows = model_rows(params)
+    except ValueError:                  # a row's own mistake, reported where the row is used
+        return
+    unknown = [row for row in chosen if row not in rows]
+    if unknown:
+        raise InputError(sources.get(("run_models", unknown[0]), "params.yaml"),
+                         f"run_models names {unknown[0]!r}, which is not a row of models (rows: "
+                         f"{', '.join(list(rows)[:8])}{', ...' if len(rows) > 8 else ''})")
+
+
+REFERENCE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]*")
+"""A name of ``report.reference_runs``: one word (it names a directory)."""
+
+
+def _reference_names(params: dict) -> list:
+    runs = (params.get("report") or {}).get("reference_runs") if isinstance(params.get("report"), dict) else None
+    return list(runs) if isinstance(runs, dict) else []
+
+
+def _check_references(params: dict, sources: dict) -> None:
+    """Each name of ``report.reference_runs`` is one word and no row of ``models``; else one
+    :class:`InputError` naming the last params file that gives the name."""
+    rows = None
+    for name in _reference_names(params):
+        if not isinstance(name, str) or not REFERENCE_NAME.fullmatch(name):
+            raise InputError(sources[name], f"report.reference_runs: name {name!r} must be one word of letters, "
+                                            "digits and ._+- (it names a directory)")
+        if rows is None:
+            try:
+                rows = model_rows(params)
+            except ValueError:          # a row's own mistake, reported where the row is used
+                rows = {}
+        if name in rows:
+            raise InputError(sources[name], f"report.reference_runs: {name!r} is also a row of models; give the run "
+                                            "another name")
 
 
 def setting_files(defaults: Sequence[str | os.PathLike], overlays: Sequence[str | os.PathLike]) -> list[str]:

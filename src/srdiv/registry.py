@@ -88,6 +88,14 @@ def source_of(registry: Registry, name: str) -> str | None:
     return _sources.get((registry.kind, name))
 
 
+USER_MODULES: dict[str, str] = {}
+"""The modules of components from outside the package (``import:``, entry points): module name -> how the
+user named it. The command line names the one whose code stopped a command (:func:`culprit`)."""
+
+interrupted_import: str | None = None
+"""The user's module being imported when an interrupt (Ctrl-C, SIGTERM) arrived, for the interrupt's line."""
+
+
 def load_entry_points() -> None:
     """Import, once, every module of the :data:`ENTRY_POINT_GROUP` entry points (their components register)."""
     global _entry_points_loaded
@@ -95,11 +103,8 @@ def load_entry_points() -> None:
         return
     _entry_points_loaded = True
     for point in entry_points(group=ENTRY_POINT_GROUP):
-        try:
-            point.load()
-        except Exception as err:
-            raise InputError(f"entry point {ENTRY_POINT_GROUP}:{point.name}",
-                             f"cannot import '{point.value}': {type(err).__name__}: {err}") from None
+        USER_MODULES[point.module] = f"entry point {ENTRY_POINT_GROUP}:{point.name}"
+        _import_user(lambda: point.load(), f"entry point {ENTRY_POINT_GROUP}:{point.name}", point.value, "cannot import")
 
 
 def import_components(names: list[str], where: str | os.PathLike) -> None:
@@ -107,21 +112,50 @@ def import_components(names: list[str], where: str | os.PathLike) -> None:
 
     A name ending in ``.py`` is a file (relative to the working directory), imported as a module named after
     its stem; any other name is a module on the Python path. A name that cannot be imported, or a module
-    that fails on import, is one :class:`InputError` naming ``where``. The components a module registers are
-    recorded as its (:func:`source_of`): only the rows that use them depend on its file.
+    that fails on import or calls ``sys.exit``, is one :class:`InputError` naming ``where`` and the module. The
+    components a module registers are recorded as its (:func:`source_of`): only the rows that use them depend on
+    its file.
     """
     for name in names:
         before = _registered()
-        try:
-            if name.endswith(".py"):
-                _import_file(Path(name))
-            else:
-                importlib.import_module(name)
-        except InputError:
-            raise
-        except Exception as err:
-            raise InputError(where, f"import: cannot import '{name}': {type(err).__name__}: {err}") from None
+        USER_MODULES[Path(name).stem if name.endswith(".py") else name] = f"'{name}' (import: in {where})"
+        _import_user((lambda: _import_file(Path(name))) if name.endswith(".py") else
+                     (lambda: importlib.import_module(name)), where, name, "import: cannot import")
         _sources.update(dict.fromkeys(_registered() - before, name))
+
+
+def _import_user(load: Callable[[], object], where: str | os.PathLike, name: str, what: str) -> None:
+    """``load()`` a user's module: its failure, or a ``sys.exit`` in it, is one :class:`InputError`; an
+    interrupt goes on, with the module noted in :data:`interrupted_import`."""
+    global interrupted_import
+    try:
+        load()
+    except InputError:
+        raise
+    except SystemExit as err:
+        raise InputError(where, f"{what} '{name}': it called sys.exit({err.code!r}) while being imported") from None
+    except Exception as err:
+        raise InputError(where, f"{what} '{name}': {type(err).__name__}: {err}") from None
+    except BaseException:
+        interrupted_import = f"{name} ({where})"
+        raise
+
+
+def culprit(err: BaseException) -> str | None:
+    """The user's module (:data:`USER_MODULES`) whose code raised ``err``, as ``module 'NAME' (FILE:LINE)``: the
+    innermost frame of the traceback that lies in one (or as a process that ran it found it: ``err.culprit``);
+    None when none does."""
+    if getattr(err, "culprit", None):
+        return err.culprit
+    frames, tb = [], err.__traceback__
+    while tb is not None:
+        frames.append(tb)
+        tb = tb.tb_next
+    for tb in reversed(frames):
+        module = tb.tb_frame.f_globals.get("__name__", "")
+        if module in USER_MODULES:
+            return f"module {USER_MODULES[module]} ({tb.tb_frame.f_code.co_filename}:{tb.tb_lineno})"
+    return None
 
 
 def _import_file(path: Path) -> None:

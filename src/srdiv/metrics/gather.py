@@ -9,7 +9,6 @@ released with their papers) join as rows of their own, each query in the fold th
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 from typing import Callable
 
@@ -17,9 +16,9 @@ import pandas as pd
 
 from srdiv.experiment import in_folds, model_rows, run_rows
 from srdiv.io import InputError, check_keys, first_misfit, read_parquet
+from srdiv.params import REFERENCE_NAME
 
 COLUMNS = ["model", "variant", "fold", "qid", "measure", "value"]
-REFERENCE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]*")
 
 
 def read_metrics(path: str | Path) -> pd.DataFrame:

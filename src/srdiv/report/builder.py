@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 
 from srdiv.experiment import in_folds, model_rows, run_rows
-from srdiv.io import InputError, atomic_set, first_misfit, read_parquet, read_tsv, write_text
+from srdiv.io import InputError, atomic_set, committed, first_misfit, read_parquet, read_tsv, write_text
 from srdiv.metrics.gather import reference_runs
 from srdiv.metrics.runs import RUN_FILE
 from srdiv.provenance import git_commit, machine
@@ -321,11 +321,13 @@ README_TITLE = b"# Results: "
 
 def _earlier_report(path: Path) -> bool:
     """Whether ``path`` (``README.md``, ``tables/``, ``plots/``), which no manifest records, is a report's
-    of an srdiv that kept none: a README that begins as the report's, a directory of report files only."""
+    of an srdiv that kept none (a fresh clone's committed one): a README that begins as the report's and
+    that git holds as it is, a directory of report files only (git's hold on each is checked by
+    :func:`srdiv.io.claim`)."""
     if path.is_dir():
         return all(p.is_file() and p.suffix in REPORT_SUFFIXES for p in path.iterdir())
     with open(path, "rb") as fh:
-        return path.name == "README.md" and fh.read(len(README_TITLE)) == README_TITLE
+        return path.name == "README.md" and fh.read(len(README_TITLE)) == README_TITLE and committed(path)
 
 
 def build_report(metrics_path: Path, params: dict, params_paths: list[Path], out_dir: Path,
@@ -348,7 +350,7 @@ def build_report(metrics_path: Path, params: dict, params_paths: list[Path], out
             raise InputError(folder, f"holds files the report does not write ({', '.join(others[:3])}); "
                                      f"move them elsewhere, the report replaces this directory")
     with atomic_set([out_dir / "README.md", out_dir / "tables", out_dir / "plots"],
-                    legacy=_earlier_report, shrunk=True) as (readme, table_dir, plot_dir):   # Snakemake removes main.md
+                    legacy=_earlier_report) as (readme, table_dir, plot_dir):
         _write_report(metrics_path, params, params_paths, readme, table_dir, plot_dir, out_dir.name, models_dir,
                       benchmarks_dir, metric_at_k)
     return sorted([out_dir / "README.md", *(out_dir / "tables").iterdir(), *(out_dir / "plots").iterdir()])

@@ -66,7 +66,7 @@ def row_overrides(params: dict, row: str | None) -> dict:
         return {}
     entry = model_rows(params).get(row)
     if entry is None:
-        raise KeyError(f"params.yaml has no models.{row}")
+        raise InputError("--row", f"no params file gives the row models.{row}")
     overrides = entry.get("samples") or {}
     unknown = set(overrides) - {f.name for f in fields(SampleSettings)}
     if unknown:

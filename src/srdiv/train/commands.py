@@ -68,6 +68,7 @@ def train(
         for name in (RUN_FILE, "rank.json"):
             claim(out / name)
     spec = model_spec(loaded, model)
+    _check_device(spec, loaded, params)
     data, coll = Bundle.load(bundle), load_collection(collection)
     hparams = run_job(spec, data, coll, fold, out, seed=loaded.get("seed", 0),
                       samples=Samples.load(samples) if samples else None,
@@ -99,6 +100,27 @@ def rank(
         load_params(params)     # imports the components a model from outside the package needs
     configure_torch(threads)
     _rank(Trained.load(model_dir), Bundle.load(bundle), load_collection(collection), fold, out)
+
+
+def _check_device(spec, loaded: dict, params: list[Path]) -> None:
+    """The row's ``train.device`` is one this machine has, before any work; else one line naming the last
+    params file that sets it (``train.device``, or in the row or a row it extends)."""
+    from srdiv.io import InputError
+    from srdiv.models.ranking import resolve_device
+    from srdiv.params import lineage, read_yaml
+    from srdiv.train.job import row_device
+
+    try:
+        resolve_device(row_device(spec))
+    except InputError as err:
+        rows = lineage(loaded, spec.row)
+
+        def sets(path: Path) -> bool:
+            given = read_yaml(path) or {}
+            entries = [given.get("train") or {}, *(((given.get("models") or {}).get(row) or {}).get("train") or {}
+                                                   for row in rows)]
+            return any(isinstance(entry, dict) and "device" in entry for entry in entries)
+        raise InputError(next((path for path in reversed(params) if sets(path)), err.path), err.reason) from None
 
 
 def _rank(trained, bundle, collection, fold: int, out: Path) -> None:

@@ -52,7 +52,7 @@ import srdiv.models  # noqa: F401  (registers every model)
 import srdiv.objectives  # noqa: F401  (registers every objective)
 from srdiv.experiment import ModelSpec, TrainSettings, model_spec
 from srdiv.models.ranking import RunScorer, rank_bundle, resolve_device, run_frame
-from srdiv.registry import MODELS, OBJECTIVES
+from srdiv.registry import MODELS, OBJECTIVES, culprit
 from srdiv.sampling.samples import Samples
 from srdiv.train.records import check_identity, fingerprint, identity, read_record
 from srdiv.train.trainer import Callback, Trainer, curve_frame, trainable
@@ -220,8 +220,10 @@ class Trained:
         saved = load_torch(path, "trained model (model.pt of srdiv train)")
         try:
             trained = cls.from_dict(saved)
-        except (KeyError, TypeError, ValueError, AttributeError) as err:
-            raise InputError(path, f"not a model.pt of srdiv train ({type(err).__name__}: {err})") from None
+            trained.build()      # a model or argument unknown, weights missing or of other shapes (made by hand)
+        except (KeyError, TypeError, ValueError, AttributeError, RuntimeError) as err:
+            reason = " ".join(str(err.args[0] if isinstance(err, KeyError) and err.args else err).split())
+            raise InputError(path, f"not a model.pt of srdiv train ({type(err).__name__}: {reason[:300]})") from None
         bad = trained.non_finite()
         if bad:
             raise InputError(path, f"the model's {bad} holds values that are not finite (NaN or infinite)")
@@ -415,13 +417,14 @@ def in_processes(task: Callable[[int], Any], n: int, workers: int) -> list:
 
 def _answer(task: Callable[[int], Any], i: int, send) -> None:
     """The forked process of :func:`in_processes`: ``task(i)`` on one thread, sent back with whether it
-    succeeded. Ctrl-C is the parent's to answer; SIGTERM (from the parent stopping it) ends it quietly."""
+    succeeded (an error of a user's module names it: :func:`srdiv.registry.culprit`). Ctrl-C is the parent's to answer; SIGTERM (from the parent stopping it) ends it quietly."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     torch.set_num_threads(1)
     try:
         answer = (True, task(i))
-    except Exception as err:
+    except (Exception, SystemExit) as err:   # a user's component that calls sys.exit is an error, not an answer
+        err.culprit = culprit(err)           # which user's module raised it (its traceback is not sent back)
         answer = (False, err)
     try:                # plain pickle: the tensors' bytes, not torch's shared-memory handles to this process
         message = pickle.dumps(answer)
