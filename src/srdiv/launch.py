@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import re
 import signal
+import sys
 from pathlib import Path
 
 from srdiv.interrupts import Terminated, stopped, terminate
@@ -46,6 +47,11 @@ def main() -> None:
     signal.signal(signal.SIGTERM, terminate)
     pin_blas_kernel()
     try:
+        if sys.argv[1:2] == ["evaluate"]:       # its plain form without typer, pandas or pyarrow
+            from srdiv.metrics.evaluate_files import main as evaluate
+
+            if evaluate(sys.argv[2:]):
+                return
         from srdiv.cli import main as run
     except KeyboardInterrupt:
         stopped(130)
