@@ -13,6 +13,7 @@ ndeval reads and names the first bad line. Either way the same checks hold and t
 from __future__ import annotations
 
 import argparse
+import itertools
 import os
 import sys
 from pathlib import Path
@@ -89,7 +90,12 @@ def _floats(tokens: list[bytes]) -> np.ndarray:
 
 def _codes(tokens: list[bytes], table: dict) -> np.ndarray:
     """``[tokens]`` each token's code in ``table``, new tokens numbered on by first appearance."""
-    return np.fromiter((table.setdefault(t, len(table)) for t in tokens), np.int64, len(tokens))
+    if not table:
+        table.update(zip(dict.fromkeys(tokens), itertools.count()))
+    for token in dict.fromkeys(tokens):
+        if token not in table:
+            table[token] = len(table)
+    return np.fromiter(map(table.__getitem__, tokens), np.int64, len(tokens))
 
 
 def _repeats(*codes: np.ndarray) -> bool:
@@ -150,7 +156,7 @@ def quick_run(path: Path, evaluator: DiversityEvaluator, by_score: bool, ties: s
     for tokens in _blocks(path, 6):
         docnos = tokens[2::6]
         parts.append((_codes(tokens[0::6], topics), np.fromiter(map(hash, docnos), np.int64, len(docnos)),
-                      np.fromiter((relevant.get(d, -1) for d in docnos), np.int64, len(docnos)),
+                      np.fromiter(map(relevant.get, docnos, itertools.repeat(-1)), np.int64, len(docnos)),
                       _integers(tokens[3::6], -INT32, INT32 - 1), _floats(tokens[4::6]), np.array(docnos)))
     run_topic, docno_hash, doc, rank, score, docno = (np.concatenate(column) for column in zip(*parts))
     if _repeats(run_topic, distinct(docno_hash)[1]):
