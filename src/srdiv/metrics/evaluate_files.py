@@ -113,28 +113,29 @@ def _repeats(*codes: np.ndarray) -> bool:
 def quick_qrels(path: Path) -> QrelsLabels:
     """:class:`QrelsLabels` of a TREC diversity qrels file (``qid subtopic docno grade``), with
     :func:`srdiv.metrics.runs.read_qrels`' checks; :class:`Declined` where it would refuse the file or
-    read it otherwise than this pass (then it reads it)."""
-    qids, docs, fields = {}, {}, [[], [], [], []]
+    read it otherwise than this pass (then it reads it). Only the relevant lines' docnos are coded."""
+    qids, fields = {}, [[], [], [], []]
     for tokens in _blocks(path, 4):
         for column, field in zip(fields, range(4)):
             column += tokens[field::4]
-    topic, doc = _codes(fields[0], qids), _codes(fields[2], docs)
+    topic = _codes(fields[0], qids)
     sid = _integers(fields[1], 0, INT32 - 1)
     grade = _integers(fields[3], -128, 127)
-    if _repeats(topic, sid, doc):
-        raise Declined
+    if _repeats(topic, sid, distinct(np.fromiter(map(hash, fields[2]), np.int64, len(fields[2])))[1]):
+        raise Declined                                  # a (qid, subtopic, docno) judged twice (or two hashes alike)
     relevant = grade > 0
     sids = distinct(sid[relevant])[0]
     by_text = np.argsort(np.array([str(s) for s in sids.tolist()]), kind="stable")   # as text, as read_qrels keeps them
     sid_code = np.empty(len(sids), np.int64)
     sid_code[by_text] = np.arange(len(sids))
-    docnos = np.array(list(docs))                                        # every judged docno, by code
-    judged = distinct(doc[relevant])[0]
-    by_bytes = np.argsort(docnos[judged], kind="stable")
-    doc_code = np.full(len(docnos), -1)
-    doc_code[judged[by_bytes]] = np.arange(len(judged))
+    docs = list(itertools.compress(fields[2], relevant.tolist()))
+    doc = _codes(docs, {})
+    docnos = np.array(list(dict.fromkeys(docs))) if docs else np.zeros(0, "S1")     # the relevant ones, by code
+    by_bytes = np.argsort(docnos, kind="stable")
+    doc_code = np.empty(len(docnos), np.int64)
+    doc_code[by_bytes] = np.arange(len(docnos))
     return coded_labels([q.decode() for q in qids], topic[relevant], sid_code[np.searchsorted(sids, sid[relevant])],
-                        doc_code[doc[relevant]], [d.decode() for d in docnos[judged[by_bytes]].tolist()])
+                        doc_code[doc], [d.decode() for d in docnos[by_bytes].tolist()])
 
 
 class Coded(NamedTuple):
@@ -157,7 +158,8 @@ def quick_run(path: Path, evaluator: DiversityEvaluator, by_score: bool, ties: s
         docnos = tokens[2::6]
         parts.append((_codes(tokens[0::6], topics), np.fromiter(map(hash, docnos), np.int64, len(docnos)),
                       np.fromiter(map(relevant.get, docnos, itertools.repeat(-1)), np.int64, len(docnos)),
-                      _integers(tokens[3::6], -INT32, INT32 - 1), _floats(tokens[4::6]), np.array(docnos)))
+                      _integers(tokens[3::6], -INT32, INT32 - 1), _floats(tokens[4::6]),
+                      np.array(docnos) if by_score else np.zeros(len(docnos), "S1")))   # docnos order ties
     run_topic, docno_hash, doc, rank, score, docno = (np.concatenate(column) for column in zip(*parts))
     if _repeats(run_topic, distinct(docno_hash)[1]):
         raise Declined                                  # a docno twice for a qid (or two hashes alike)
