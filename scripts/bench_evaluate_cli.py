@@ -10,7 +10,7 @@ order). Every tool computes the seventeen official measures (``srdiv.metrics.eva
 * End to end, one process per call, run one after the other for each repeat: ``srdiv evaluate QRELS RUN
   MEASURES...``, ``ir_measures QRELS RUN MEASURES...`` and a pyndeval script (the files read line by line
   into pyndeval's tuples, ``pyndeval.ndeval``, the means printed). CPU seconds (user + system) and peak
-  resident memory of each process come from ``os.wait4``; wall seconds too.
+  resident memory of each process come from GNU time (``/usr/bin/time``); wall seconds too.
 * In process (CPU seconds of this process): pyndeval's ``RelevanceEvaluator(qrels, measures).evaluate(run)``
   on its tuples already in memory, and srdiv's :func:`srdiv.metrics.evaluate_files.evaluate_files` from the
   files (read, checked, ideal rankings built, evaluated).
@@ -76,15 +76,16 @@ def cpu_name() -> str:
         return platform.processor() or platform.machine()
 
 
-def timed_process(command: list[str]) -> tuple[float, float, float]:
-    """``(CPU s, wall s, peak MB)`` of one process running ``command`` (its output discarded)."""
-    start = time.perf_counter()
-    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    _, status, usage = os.wait4(process.pid, 0)
-    wall = time.perf_counter() - start
-    if os.waitstatus_to_exitcode(status) != 0:
+def timed_process(command: list[str], report: Path) -> tuple[float, float, float]:
+    """``(CPU s, wall s, peak MB)`` of one process running ``command`` (its output discarded), as GNU
+    time measures it: this process, grown by the tuples it holds, would otherwise lend its own resident
+    memory to the peak of the child it forks."""
+    done = subprocess.run(["/usr/bin/time", "-o", str(report), "-f", "%U %S %e %M", *command],
+                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    if done.returncode != 0:
         raise SystemExit(f"failed: {' '.join(command)}")
-    return usage.ru_utime + usage.ru_stime, wall, usage.ru_maxrss / 1024
+    user, system, wall, peak_kb = map(float, report.read_text().split()[-4:])
+    return user + system, wall, peak_kb / 1024
 
 
 def big_run(qrels: Path, lines: int, path: Path) -> None:
@@ -156,7 +157,7 @@ def main() -> None:
             samples = {name: [] for name in commands}
             for _ in range(repeats):
                 for name, command in commands.items():
-                    samples[name].append(timed_process(command))
+                    samples[name].append(timed_process(command, tmp / "time.txt"))
             end.append((label, sum(1 for _ in open(run)), {n: [statistics.median(s[i] for s in v) for i in range(3)]
                                                            for n, v in samples.items()}))
             q, r = read_pyndeval(qrels, run)

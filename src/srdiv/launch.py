@@ -48,6 +48,7 @@ def main() -> None:
     pin_blas_kernel()
     try:
         if sys.argv[1:2] == ["evaluate"]:       # its plain form without typer, pandas or pyarrow
+            os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")    # one thread: no pool to start (30 ms)
             from srdiv.metrics.evaluate_files import main as evaluate
 
             if evaluate(sys.argv[2:]):

@@ -30,7 +30,7 @@ TIE_RULES = {"ndeval": "docno descending (ndeval -traditional, trec_eval)",
 """``--ties``: the order of equal scores in a run ordered by score (as :data:`srdiv.metrics.runs.TIES`)."""
 OUT_FORMATS = (".tsv", ".parquet", ".json")
 """``--out``'s formats, by the file's extension; a device or pipe (``/dev/stdout``) gets TSV."""
-BLOCK_BYTES = 1 << 24
+BLOCK_BYTES = 1 << 18
 """Bytes of a file split at a time (whole lines): the fields of one block are Python objects at once."""
 _BLANK = bytes(chr(c) in " \t\n\v\f\r" for c in range(256))
 INT32 = 2**31
@@ -113,22 +113,21 @@ def _repeats(*codes: np.ndarray) -> bool:
 def quick_qrels(path: Path) -> QrelsLabels:
     """:class:`QrelsLabels` of a TREC diversity qrels file (``qid subtopic docno grade``), with
     :func:`srdiv.metrics.runs.read_qrels`' checks; :class:`Declined` where it would refuse the file or
-    read it otherwise than this pass (then it reads it). Only the relevant lines' docnos are coded."""
-    qids, fields = {}, [[], [], [], []]
+    read it otherwise than this pass (then it reads it). Only the relevant lines' docnos are kept."""
+    qids, parts, docs = {}, [], []
     for tokens in _blocks(path, 4):
-        for column, field in zip(fields, range(4)):
-            column += tokens[field::4]
-    topic = _codes(fields[0], qids)
-    sid = _integers(fields[1], 0, INT32 - 1)
-    grade = _integers(fields[3], -128, 127)
-    if _repeats(topic, sid, distinct(np.fromiter(map(hash, fields[2]), np.int64, len(fields[2])))[1]):
+        grade = _integers(tokens[3::4], -128, 127)
+        docs += itertools.compress(tokens[2::4], (grade > 0).tolist())
+        parts.append((_codes(tokens[0::4], qids), _integers(tokens[1::4], 0, INT32 - 1), grade,
+                      np.fromiter(map(hash, tokens[2::4]), np.int64, len(tokens) // 4)))
+    topic, sid, grade, docno_hash = (np.concatenate(column) for column in zip(*parts))
+    if _repeats(topic, sid, distinct(docno_hash)[1]):
         raise Declined                                  # a (qid, subtopic, docno) judged twice (or two hashes alike)
     relevant = grade > 0
     sids = distinct(sid[relevant])[0]
     by_text = np.argsort(np.array([str(s) for s in sids.tolist()]), kind="stable")   # as text, as read_qrels keeps them
     sid_code = np.empty(len(sids), np.int64)
     sid_code[by_text] = np.arange(len(sids))
-    docs = list(itertools.compress(fields[2], relevant.tolist()))
     doc = _codes(docs, {})
     docnos = np.array(list(dict.fromkeys(docs))) if docs else np.zeros(0, "S1")     # the relevant ones, by code
     by_bytes = np.argsort(docnos, kind="stable")
