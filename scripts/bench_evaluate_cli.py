@@ -89,8 +89,8 @@ def timed_process(command: list[str], report: Path) -> tuple[float, float, float
 
 
 def big_run(qrels: Path, lines: int, path: Path) -> None:
-    """A TREC run of ``lines`` lines over the judged topics of ``qrels``: judged and made-up documents,
-    random scores, ranks in score order."""
+    """A TREC run of ``lines`` lines over the judged topics of ``qrels``: every judged document and made-up
+    ones, random scores (the judged ones' 3 higher on average), ranks in score order."""
     rng = np.random.default_rng(60)
     judged = {}
     for line in qrels.read_text().splitlines():
@@ -101,9 +101,11 @@ def big_run(qrels: Path, lines: int, path: Path) -> None:
         for q, docs in judged.items():
             docs = sorted(docs)
             made_up = [f"made-up-{q}-{i:08d}" for i in range(per_topic - len(docs))]
-            chosen = np.array(docs + made_up)[rng.permutation(per_topic)]
-            scores = np.sort(rng.normal(size=per_topic))[::-1]
-            out.write("".join(f"{q} Q0 {d} {r} {s:.6f} big\n" for r, (d, s) in enumerate(zip(chosen, scores), 1)))
+            chosen = np.array(docs + made_up)
+            scores = rng.normal(size=per_topic) + 3.0 * (np.arange(per_topic) < len(docs))   # judged ones higher
+            order = np.argsort(-scores, kind="stable")
+            out.write("".join(f"{q} Q0 {d} {r} {s:.6f} big\n"
+                              for r, (d, s) in enumerate(zip(chosen[order], scores[order]), 1)))
 
 
 def read_pyndeval(qrels: Path, run: Path, by_rank: bool = False):
