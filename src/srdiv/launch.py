@@ -4,7 +4,9 @@ The commands import heavy libraries (typer, pandas, torch) when :mod:`srdiv.cli`
 signal during those seconds must end the program as one during a command does (one line, exit 130
 or 143), so this module imports nothing of srdiv's but :mod:`srdiv.interrupts` before it has set
 the handlers. It also chooses OpenBLAS's kernels (:func:`pin_blas_kernel`), which must happen before
-numpy is first imported.
+numpy is first imported. ``srdiv evaluate QRELS RUN [MEASURES...]`` goes straight to
+:mod:`srdiv.metrics.evaluate_files` (numpy alone, no typer, pandas or pyarrow), so that it starts as fast
+as the tools it stands beside; any other form of it goes to :mod:`srdiv.cli`.
 """
 
 from __future__ import annotations

@@ -21,12 +21,11 @@ import numpy as np
 
 from srdiv.metrics.diversity import (ALPHA, BETA, CUTOFFS, IdealValues, greedy_ideal, ideal_depth, official_metrics,
                                      row_order)
+from srdiv.metrics.names import CUTOFF_FAMILIES, WHOLE_LIST
 
 if TYPE_CHECKING:
     import pandas as pd
 
-CUTOFF_FAMILIES = ("alpha_nDCG", "ERR_IA", "nERR_IA", "P_IA", "StRecall")
-WHOLE_LIST = ("NRBP", "nNRBP")
 MEASURES: list[str] = (
     [f"{name}@{k}" for name in CUTOFF_FAMILIES[:3] for k in CUTOFFS]
     + list(WHOLE_LIST)

@@ -23,11 +23,8 @@ import numpy as np
 
 from srdiv.metrics.diversity import distinct
 from srdiv.metrics.evaluate import MEASURES, DiversityEvaluator, QrelsLabels, coded_labels
-from srdiv.metrics.names import Measure, parse_measure
+from srdiv.metrics.names import TIES, Measure, parse_measure
 
-TIE_RULES = {"ndeval": "docno descending (ndeval -traditional, trec_eval)",
-             "pyndeval": "docno ascending (pyndeval: ir_measures, pt.Experiment)"}
-"""``--ties``: the order of equal scores in a run ordered by score (as :data:`srdiv.metrics.runs.TIES`)."""
 OUT_FORMATS = (".tsv", ".parquet", ".json")
 """``--out``'s formats, by the file's extension; a device or pipe (``/dev/stdout``) gets TSV."""
 BLOCK_BYTES = 1 << 20
@@ -216,8 +213,8 @@ def evaluate_files(qrels: Path, run: Path, measures: list[Measure], by_score: bo
                    ties: str = "ndeval") -> Result:
     """The per-query values of ``measures`` of a run file (TREC, or a Parquet run table) against a TREC
     diversity qrels file; one evaluator per (α, β) among the measures."""
-    if ties not in TIE_RULES:
-        raise ValueError(f"ties must be one of {', '.join(TIE_RULES)}, got {ties!r}")
+    if ties not in TIES:
+        raise ValueError(f"ties must be one of {', '.join(TIES)}, got {ties!r}")
     try:
         labels = quick_qrels(qrels)
     except Declined:
@@ -255,7 +252,7 @@ def tie_note(tied: int, by_score: bool, ties: str) -> str | None:
         return (f"note: equal scores in {topics} were ordered by the run's ranks (ndeval's default); ir_measures "
                 f"orders them by docno ascending (--by-score --ties pyndeval)")
     other = "" if ties == "pyndeval" else "; ir_measures orders them by docno ascending (--ties pyndeval)"
-    return f"note: equal scores in {topics} were ordered by {TIE_RULES[ties]} (--ties {ties}){other}"
+    return f"note: equal scores in {topics} were ordered by {TIES[ties]} (--ties {ties}){other}"
 
 
 def number(value: float, places: int) -> str:
@@ -340,8 +337,8 @@ def run_command(qrels: Path, run: Path, measures: list[str], per_query: bool = F
     """``srdiv evaluate QRELS RUN [MEASURES...]``: trec_eval's lines on standard output (unless ``out`` is
     standard output itself), the tie note on standard error, ``out`` in its format (:func:`write_values`)."""
     problem = None
-    if ties not in TIE_RULES:
-        problem = ("--ties", f"'{ties}' is not one of {', '.join(TIE_RULES)}")
+    if ties not in TIES:
+        problem = ("--ties", f"'{ties}' is not one of {', '.join(TIES)}")
     elif ties != "ndeval" and not by_score:
         problem = ("--ties", "orders equal scores of a run ordered by score: add --by-score")
     try:

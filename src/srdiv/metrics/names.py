@@ -1,5 +1,6 @@
 """Measure names: ir_measures' syntax is the identifier everywhere (command line, ``metrics.parquet``,
-tables files), the papers' abbreviations only the labels of table headers and plots (:data:`LABELS`).
+tables files), the papers' abbreviations only the labels of table headers and plots (:data:`LABELS`);
+and the names of the rules that order equal scores (:data:`TIES`).
 
 ir_measures writes a measure ``Name(param=value,...)@cutoff``, leaving out the parameters at their
 defaults: ``alpha_nDCG@20``, ``alpha_nDCG(alpha=0.25)@10``, ``ERR_IA@20``, ``NRBP(beta=0.9)``.
@@ -11,7 +12,12 @@ import re
 from typing import NamedTuple
 
 from srdiv.metrics.diversity import ALPHA, BETA
-from srdiv.metrics.evaluate import CUTOFF_FAMILIES, WHOLE_LIST
+
+CUTOFF_FAMILIES = ("alpha_nDCG", "ERR_IA", "nERR_IA", "P_IA", "StRecall")
+WHOLE_LIST = ("NRBP", "nNRBP")
+TIES = {"ndeval": "docno descending (ndeval -traditional, trec_eval)",
+        "pyndeval": "docno ascending (pyndeval: ir_measures, pt.Experiment)"}
+"""How a run ordered by score breaks ties, by the tool whose order it is."""
 
 PARAMETERS = {"alpha_nDCG": {"alpha": ALPHA}, "NRBP": {"alpha": ALPHA, "beta": BETA},
               "nNRBP": {"alpha": ALPHA, "beta": BETA}}
