@@ -176,7 +176,7 @@ class DiversityEvaluator:
         """
         depth = int(rank[topic >= 0].max(initial=0))
         judged = np.flatnonzero((topic >= 0) & (doc >= 0))
-        key = topic[judged] * len(self.docnos) + doc[judged]
+        key = topic[judged].astype(np.int64) * len(self.docnos) + doc[judged]
         pair = np.minimum(np.searchsorted(self.pairs, key), max(len(self.pairs) - 1, 0))
         hit = judged[self.pairs[pair] == key] if len(self.pairs) else judged[:0]
         pair = pair[self.pairs[pair] == key] if len(self.pairs) else pair[:0]

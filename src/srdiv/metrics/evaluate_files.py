@@ -28,7 +28,7 @@ from srdiv.metrics.names import TIES, Measure, parse_measure
 OUT_FORMATS = (".tsv", ".parquet", ".json")
 """``--out``'s formats, by the file's extension; a device or pipe (``/dev/stdout``) gets TSV."""
 BLOCK_BYTES = 1 << 20
-"""Bytes of a file split at a time (whole lines): the fields of one block are Python objects at once."""
+"""Bytes of a file read and split at a time (whole lines): the fields of one block are Python objects at once."""
 _BLANK = bytes(chr(c) in " \t\n\v\f\r" for c in range(256))
 INT32 = 2**31
 MIX = np.int64(0x9E3779B97F4A7C15 - 2**64)
@@ -41,28 +41,38 @@ class Declined(Exception):
 
 def _blocks(path: Path, n_fields: int):
     """``[fields]`` of each block of whole lines of a plain-ASCII file whose every non-blank line has
-    ``n_fields`` blank-separated fields (lines end at ``\\n`` or ``\\r\\n``); :class:`Declined` otherwise."""
+    ``n_fields`` blank-separated fields (lines end at ``\\n`` or ``\\r\\n``), read :data:`BLOCK_BYTES` at a
+    time; :class:`Declined` otherwise (after the blocks before the first it declines)."""
     try:
-        data = path.read_bytes()
+        stream = open(path, "rb")
     except OSError:
         raise Declined from None
-    if not data.strip() or not data.isascii() or (b"\r" in data and data.count(b"\r") != data.count(b"\r\n")):
-        raise Declined                                  # (\r alone ends a line)
-    start = 0
-    while start < len(data):
-        end = data.find(b"\n", start + BLOCK_BYTES)
-        end = len(data) if end < 0 else end + 1
-        block = data[start:end]
-        start = end
-        blank = np.frombuffer(block.translate(_BLANK), bool)
-        first = np.flatnonzero(blank[:-1] & ~blank[1:]) + 1                 # each field's first byte
-        if not blank[0]:
-            first = np.r_[0, first]
-        ends = np.r_[np.flatnonzero(np.frombuffer(block, np.uint8) == 10), len(block)]
-        per_line = np.diff(np.searchsorted(first, ends), prepend=0)
-        if ((per_line != 0) & (per_line != n_fields)).any():
-            raise Declined
-        yield block.split()
+    seen, rest = False, b""
+    with stream:
+        while True:
+            chunk = stream.read(BLOCK_BYTES)
+            block = rest + chunk
+            cut = block.rfind(b"\n") + 1 if chunk else len(block)
+            if chunk and not cut:
+                rest = block                            # a line longer than a block: read on
+                continue
+            block, rest = block[:cut], block[cut:]
+            if not block:
+                break
+            if not block.isascii() or (b"\r" in block and block.count(b"\r") != block.count(b"\r\n")):
+                raise Declined                          # (\r alone ends a line)
+            blank = np.frombuffer(block.translate(_BLANK), bool)
+            first = np.flatnonzero(blank[:-1] & ~blank[1:]) + 1             # each field's first byte
+            if not blank[0]:
+                first = np.r_[0, first]
+            ends = np.r_[np.flatnonzero(np.frombuffer(block, np.uint8) == 10), len(block)]
+            per_line = np.diff(np.searchsorted(first, ends), prepend=0)
+            if ((per_line != 0) & (per_line != n_fields)).any():
+                raise Declined
+            seen = seen or len(first) > 0
+            yield block.split()
+    if not seen:
+        raise Declined                                  # an empty file
 
 
 def _integers(tokens: list[bytes], low: int, high: int) -> np.ndarray:
@@ -87,14 +97,14 @@ def _floats(tokens: list[bytes]) -> np.ndarray:
     return values
 
 
-def _codes(tokens: list[bytes], table: dict) -> np.ndarray:
+def _codes(tokens: list[bytes], table: dict, dtype=np.int64) -> np.ndarray:
     """``[tokens]`` each token's code in ``table``, new tokens numbered on by first appearance."""
     if not table:
         table.update(zip(dict.fromkeys(tokens), itertools.count()))
     for token in dict.fromkeys(tokens):
         if token not in table:
             table[token] = len(table)
-    return np.fromiter(map(table.__getitem__, tokens), np.int64, len(tokens))
+    return np.fromiter(map(table.__getitem__, tokens), dtype, len(tokens))
 
 
 def _repeats(*codes: np.ndarray) -> bool:
@@ -154,20 +164,30 @@ def quick_run(path: Path, evaluator: DiversityEvaluator, by_score: bool, ties: s
     topics, parts = {}, []
     for tokens in _blocks(path, 6):
         docnos = tokens[2::6]
-        parts.append((_codes(tokens[0::6], topics), np.fromiter(map(hash, docnos), np.int64, len(docnos)),
-                      np.fromiter(map(relevant.get, docnos, itertools.repeat(-1)), np.int64, len(docnos)),
-                      _integers(tokens[3::6], -INT32, INT32 - 1), _floats(tokens[4::6]),
+        parts.append((_codes(tokens[0::6], topics, np.int32), np.fromiter(map(hash, docnos), np.int64, len(docnos)),
+                      np.fromiter(map(relevant.get, docnos, itertools.repeat(-1)), np.int32, len(docnos)),
+                      _integers(tokens[3::6], -INT32, INT32 - 1).astype(np.int32), _floats(tokens[4::6]),
                       np.array(docnos) if by_score else np.zeros(len(docnos), "S1")))   # docnos order ties
-    run_topic, docno_hash, doc, rank, score, docno = (np.concatenate(column) for column in zip(*parts))
-    pairs = np.sort(docno_hash * MIX + run_topic)       # (qid, docno) as one number, wrapping around
-    if (pairs[1:] == pairs[:-1]).any():
+    columns = [list(column) for column in zip(*parts)]
+    del parts
+    run_topic, docno_hash, doc, rank, score, docno = (np.concatenate(columns.pop(0)) for _ in range(6))
+    docno_hash *= MIX                                   # (qid, docno) as one number, wrapping around
+    docno_hash += run_topic
+    docno_hash.sort()
+    if (docno_hash[1:] == docno_hash[:-1]).any():
         raise Declined                                  # a docno twice for a qid (or two pairs alike)
-    topic = np.array([qids.get(q, -1) for q in topics], np.int64)[run_topic]
+    del docno_hash
+    topic = np.array([qids.get(q, -1) for q in topics], np.int32)[run_topic]
     order = np.lexsort((-score, run_topic) if by_score else (rank, run_topic))
-    same_topic = run_topic[order][1:] == run_topic[order][:-1]
-    if not by_score and (same_topic & (rank[order][1:] == rank[order][:-1])).any():
-        raise Declined                                  # a rank twice for a qid
-    tied = same_topic & (score[order][1:] == score[order][:-1])
+    in_order = run_topic[order]
+    same_topic = in_order[1:] == in_order[:-1]
+    if not by_score:
+        in_order = rank[order]
+        if (same_topic & (in_order[1:] == in_order[:-1])).any():
+            raise Declined                              # a rank twice for a qid
+    in_order = score[order]
+    tied = same_topic & (in_order[1:] == in_order[:-1])
+    del in_order
     if by_score and tied.any():                         # equal scores by docno, in byte order
         within = np.zeros(len(order), bool)
         within[1:] |= tied
@@ -176,10 +196,14 @@ def quick_run(path: Path, evaluator: DiversityEvaluator, by_score: bool, ties: s
         key = np.zeros(len(order), np.int64)
         key[rows[np.argsort(docno[rows], kind="stable")]] = np.arange(1, len(rows) + 1)
         order = np.lexsort((key if ties == "pyndeval" else -key, -score, run_topic))
+    starts = np.flatnonzero(np.r_[True, ~same_topic])   # each topic's first row in the order
+    within_topic = np.arange(1, len(order) + 1)
+    within_topic -= np.repeat(starts, np.diff(np.r_[starts, len(order)]))
     ranks = np.empty(len(order), np.int64)
-    index = np.arange(len(order))
-    ranks[order] = index - np.maximum.accumulate(np.where(np.r_[True, ~same_topic], index, 0)) + 1
-    tied_topics = len(distinct(topic[order][1:][tied & (topic[order][1:] >= 0)])[0])
+    ranks[order] = within_topic
+    del within_topic
+    tied_topic = topic[order[1:][tied]]
+    tied_topics = len(distinct(tied_topic[tied_topic >= 0])[0])
     return Coded(topic, doc, ranks, tied_topics)
 
 
