@@ -12,8 +12,9 @@ order). Every tool computes the seventeen official measures (``srdiv.metrics.eva
   into pyndeval's tuples, ``pyndeval.ndeval``, the means printed). CPU seconds (user + system) and peak
   resident memory of each process come from GNU time (``/usr/bin/time``); wall seconds too.
 * In process (CPU seconds of this process): pyndeval's ``RelevanceEvaluator(qrels, measures).evaluate(run)``
-  on its tuples already in memory, and srdiv's :func:`srdiv.metrics.evaluate_files.evaluate_files` from the
-  files (read, checked, ideal rankings built, evaluated).
+  on its tuples already in memory; srdiv's :func:`srdiv.metrics.evaluate_files.evaluate_files` from the
+  files (read, checked, ideal rankings built, evaluated); and srdiv from its own coded arrays in memory
+  (``DiversityEvaluator(labels).values(topic, doc, rank)``: ideal rankings built, run evaluated).
 * Values: srdiv's per-query values against pyndeval's on the run ordered by its ranks (pyndeval given the
   score ``-rank``): the share of values bit-identical, and the largest difference in units in the last place.
 
@@ -35,8 +36,8 @@ from pathlib import Path
 import numpy as np
 import pyndeval
 
-from srdiv.metrics.evaluate import MEASURES
-from srdiv.metrics.evaluate_files import evaluate_files
+from srdiv.metrics.evaluate import MEASURES, DiversityEvaluator
+from srdiv.metrics.evaluate_files import evaluate_files, quick_qrels, quick_run
 from srdiv.metrics.names import parse_measure
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -164,7 +165,9 @@ def main() -> None:
                                                            for n, v in samples.items()}))
             q, r = read_pyndeval(qrels, run)
             names = [ndeval_name(m) for m in MEASURES]
-            times = {"pyndeval": [], "srdiv": []}
+            labels = quick_qrels(qrels)
+            coded = quick_run(run, DiversityEvaluator(labels), False, "ndeval")
+            times = {"pyndeval": [], "srdiv": [], "srdiv coded": []}
             for _ in range(repeats):
                 start = time.process_time()
                 pyndeval.RelevanceEvaluator(q, names).evaluate(r)
@@ -172,6 +175,9 @@ def main() -> None:
                 start = time.process_time()
                 evaluate_files(qrels, run, measures)
                 times["srdiv"].append(time.process_time() - start)
+                start = time.process_time()
+                DiversityEvaluator(labels).values(coded.topic, coded.doc, coded.rank)
+                times["srdiv coded"].append(time.process_time() - start)
             inproc.append((label, {n: statistics.median(v) for n, v in times.items()}))
             agree.append((label, *agreement(qrels, run, measures)))
     print(f"Machine: {cpu_name()}, {os.cpu_count()} cores, load average {load[0]:.1f} at the start, "
@@ -185,11 +191,13 @@ def main() -> None:
         s, i, p = t["srdiv evaluate"], t["ir_measures"], t["pyndeval script"]
         print(f"| {label} | {lines:,} | {s[0]:.3f} ({s[1]:.3f}) | {i[0]:.3f} ({i[1]:.3f}) | {i[0] / s[0]:.2f}x "
               f"| {p[0]:.3f} ({p[1]:.3f}) | {p[0] / s[0]:.2f}x | {s[2]:.0f} | {i[2]:.0f} | {p[2]:.0f} |")
-    print("\nIn process, CPU ms: pyndeval on its tuples in memory; srdiv from the files\n")
-    print("| run | pyndeval | srdiv | ratio |")
-    print("|---|---:|---:|---:|")
+    print("\nIn process, CPU ms: pyndeval from its tuples in memory; srdiv from the files, and from its coded "
+          "arrays in memory (evaluator made, run evaluated)\n")
+    print("| run | pyndeval | srdiv, files | ratio | srdiv, coded | ratio |")
+    print("|---|---:|---:|---:|---:|---:|")
     for label, t in inproc:
-        print(f"| {label} | {1000 * t['pyndeval']:.1f} | {1000 * t['srdiv']:.1f} | {t['pyndeval'] / t['srdiv']:.1f}x |")
+        p, f, c = (1000 * t[k] for k in ("pyndeval", "srdiv", "srdiv coded"))
+        print(f"| {label} | {p:.1f} | {f:.1f} | {p / f:.1f}x | {c:.1f} | {p / c:.1f}x |")
     print("\nValues against pyndeval by rank\n")
     print("| run | values | bit-identical | largest difference |")
     print("|---|---:|---:|---:|")
