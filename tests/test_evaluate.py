@@ -310,3 +310,15 @@ def test_a_layout_the_quick_reader_declines_gives_the_same_lines(mini, monkeypat
         f.write("51 Q0 docX 7 notanumber t\n")
     code, _, err = quick(monkeypatch, capsys, mini / "qrels.txt", tmp_path / "tabs.txt")
     assert code == 2 and f"tabs.txt:{len(run) + 1}: score 'notanumber'" in err, err
+
+
+def test_the_plain_form_loads_neither_pandas_nor_typer(mini, tmp_path):
+    """``srdiv evaluate QRELS RUN``: numpy and srdiv's measures only (what makes it start fast)."""
+    write_run(load_collection(mini / "coll").run, tmp_path / "run.txt")
+    code = ("import sys; from srdiv.launch import main\n"
+            f"sys.argv = ['srdiv', 'evaluate', {str(mini / 'qrels.txt')!r}, {str(tmp_path / 'run.txt')!r}, 'NRBP']\n"
+            "main()\n"
+            "print(sorted(m for m in ('pandas', 'pyarrow', 'typer', 'scipy', 'torch') if m in sys.modules))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[0].startswith("NRBP\tall\t") and done.stdout.splitlines()[-1] == "[]"

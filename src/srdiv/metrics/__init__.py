@@ -5,24 +5,31 @@ functions work on label tensors ``[lists, depth, subtopics]`` for training
 rewards and tests; ``read_run`` / ``write_trec_run`` are how stages exchange runs.
 """
 
-import importlib
-
-_HOMES = {
-    "srdiv.metrics.diversity": ("CANDIDATE_NDCG", "alpha_dcg", "alpha_dcg_gains", "alpha_ndcg_candidates", "err_ia",
-                                "ideal_ranking", "novelty_gains", "nrbp", "official_metrics", "precision_ia",
-                                "rank_labels", "s_recall"),
-    "srdiv.metrics.evaluate": ("MEASURES", "DiversityEvaluator", "evaluate_run", "mean_measures"),
-    "srdiv.metrics.runs": ("read_run", "write_trec_run"),
-}
-"""Where each name of :data:`__all__` lives: imported when first used, so that a module of this package
-(``srdiv evaluate``'s, :mod:`srdiv.metrics.evaluate_command`) loads without pandas and pyarrow."""
+from srdiv.metrics.diversity import (
+    CANDIDATE_NDCG,
+    alpha_dcg,
+    alpha_dcg_gains,
+    alpha_ndcg_candidates,
+    err_ia,
+    ideal_ranking,
+    novelty_gains,
+    nrbp,
+    official_metrics,
+    precision_ia,
+    rank_labels,
+    s_recall,
+)
+from srdiv.metrics.evaluate import MEASURES, DiversityEvaluator, evaluate_run, mean_measures
 
 
 def __getattr__(name: str):
-    home = next((module for module, names in _HOMES.items() if name in names), None)
-    if home is None:
-        raise AttributeError(f"module 'srdiv.metrics' has no attribute {name!r}")
-    return getattr(importlib.import_module(home), name)
+    """``read_run`` and ``write_trec_run``, imported when first used: :mod:`srdiv.metrics.runs` loads pandas
+    and pyarrow, which ``srdiv evaluate QRELS RUN`` (:mod:`srdiv.metrics.evaluate_files`) does without."""
+    if name in ("read_run", "write_trec_run"):
+        from srdiv.metrics import runs
+
+        return getattr(runs, name)
+    raise AttributeError(f"module 'srdiv.metrics' has no attribute {name!r}")
 
 
 __all__ = [
