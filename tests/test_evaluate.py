@@ -1,6 +1,9 @@
 """``srdiv evaluate`` as ir_measures users expect: a qrels file instead of a collection, Holm-corrected tests,
 and the tie rule of ``--by-score`` as ndeval ``-traditional`` or as pyndeval (ir_measures, pt.Experiment)."""
 
+import re
+import subprocess
+import sys
 
 import numpy as np
 import pandas as pd
@@ -156,3 +159,166 @@ def test_by_score_with_pyndeval_ties_gives_ir_measures_numbers(tmp_path, monkeyp
     assert not np.allclose(ndeval["value"], ndeval["value_ir"])
     expected = evaluate_run(run.drop(columns="rank"), coll.qrels)   # the docno-descending order of evaluate_run
     pd.testing.assert_frame_equal(results["ndeval"].drop(columns="run"), expected, check_dtype=False)
+
+
+# ---- srdiv evaluate QRELS RUN [MEASURES...]: the command line of trec_eval and ir_measures ----
+
+PLAIN = ["alpha_nDCG@20", "alpha_nDCG(alpha=0.25)@10", "ERR_IA@20", "nERR_IA@5", "NRBP", "nNRBP", "P_IA@20",
+         "StRecall@20"]
+
+
+@pytest.fixture(scope="module")
+def wordnet_files(tmp_path_factory):
+    """wordnet-div's qrels and initial run (ties in most queries) as TREC files, the run with its ranks."""
+    coll = load_collection(WORDNET)
+    root = tmp_path_factory.mktemp("plain")
+    (root / "qrels.txt").write_text("".join(f"{q} {s} {d} {g}\n" for q, s, d, g in
+                                            coll.qrels[["qid", "sid", "docno", "grade"]].itertuples(index=False)))
+    write_run(coll.run, root / "run.txt")
+    return coll, root / "qrels.txt", root / "run.txt"
+
+
+def per_query(out: str) -> dict[tuple[str, str], float]:
+    """``{(measure, qid): value}`` of trec_eval -q lines."""
+    rows = [line.split("\t") for line in out.strip().splitlines()]
+    assert all(len(row) == 3 for row in rows), out
+    return {(m, q): float(v) for m, q, v in rows}
+
+
+def quick(monkeypatch, capsys, *args) -> tuple[int, str, str]:
+    """``srdiv evaluate ARGS`` as the program runs it (:func:`srdiv.launch.main`: the plain form without typer)."""
+    from srdiv.launch import main
+
+    monkeypatch.setattr(sys, "argv", ["srdiv", "evaluate", *map(str, args)])
+    try:
+        main()
+        code = 0
+    except SystemExit as exit_:
+        code = exit_.code
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def test_plain_form_equals_ir_measures_by_score_and_pyndeval_by_rank(wordnet_files, monkeypatch, capsys):
+    ir_measures = pytest.importorskip("ir_measures")
+    pyndeval = pytest.importorskip("pyndeval")
+    coll, qrels, run = wordnet_files
+    judged = pd.unique(coll.qrels["qid"])
+    # by score, equal scores by docno ascending: ir_measures' numbers, every query and measure
+    code, out, err = quick(monkeypatch, capsys, qrels, run, *PLAIN, "-q", "-p", "-1", "--by-score", "--ties", "pyndeval")
+    assert code == 0, err
+    assert "equal scores in" in err and "docno ascending" in err and len(err.strip().splitlines()) == 1
+    ours = per_query(out)
+    irq = pd.DataFrame({"query_id": coll.qrels["qid"], "doc_id": coll.qrels["docno"],
+                        "relevance": coll.qrels["grade"].astype(int), "iteration": coll.qrels["sid"]})
+    scored = pd.DataFrame({"query_id": coll.run["qid"], "doc_id": coll.run["docno"], "score": coll.run["score"]})
+    for name in PLAIN:   # one measure a call: ir_measures gives one alpha to all the measures of a call
+        theirs = {(name, m.query_id): m.value
+                  for m in ir_measures.iter_calc([ir_measures.parse_measure(name)], irq, scored)}
+        assert set(theirs) == {(name, q) for q in judged}
+        assert max(abs(ours[key] - value) for key, value in theirs.items()) < 1e-12, name
+    assert [line.split("\t")[1] for line in out.strip().splitlines()[-len(PLAIN):]] == ["all"] * len(PLAIN)
+    # by the run's ranks (the default): pyndeval's numbers given the score -rank
+    code, out, err = quick(monkeypatch, capsys, qrels, run, *PLAIN[:1], *PLAIN[2:], "-q", "-p", "-1")
+    assert code == 0, err
+    assert "ordered by the run's ranks" in err
+    ours = per_query(out)
+    names = {"alpha_nDCG@20": "alpha-nDCG@20", "ERR_IA@20": "ERR-IA@20", "nERR_IA@5": "nERR-IA@5", "NRBP": "NRBP",
+             "nNRBP": "nNRBP", "P_IA@20": "P-IA@20", "StRecall@20": "strec@20"}
+    evaluator = pyndeval.RelevanceEvaluator(
+        [pyndeval.SubtopicQrel(q, s, d, int(g)) for q, s, d, g in
+         coll.qrels[["qid", "sid", "docno", "grade"]].itertuples(index=False)], list(names.values()))
+    theirs = evaluator.evaluate([pyndeval.ScoredDoc(q, d, -float(r)) for q, d, r in
+                                 coll.run[["qid", "docno", "rank"]].itertuples(index=False)])
+    for measure, name in names.items():
+        assert max(abs(ours[(measure, q)] - theirs[q][name]) for q in theirs) < 1e-12, measure
+    means = {m: float(v) for m, q, v in (line.split("\t") for line in out.strip().splitlines()) if q == "all"}
+    assert means == pytest.approx({m: np.mean([ours[(m, q)] for q in judged]) for m in names}, rel=1e-12)
+    # the same lines through the full command line (typer)
+    code, full_out, full_err = cli_output(monkeypatch, capsys, "evaluate", qrels, run, *PLAIN[:1], *PLAIN[2:], "-q",
+                                          "-p", "-1")
+    assert (code, full_out, full_err) == (0, out, err)
+
+
+@pytest.mark.parametrize("text, name", [
+    ("alpha_nDCG@20", "alpha_nDCG@20"), ("alpha_nDCG(alpha=0.5)@10", "alpha_nDCG@10"),
+    ("alpha_nDCG(alpha=0.25)@10", "alpha_nDCG(alpha=0.25)@10"), ("ERR_IA@20", "ERR_IA@20"), ("NRBP", "NRBP"),
+    ("NRBP(beta=0.9,alpha=0.25)", "NRBP(beta=0.9,alpha=0.25)"), ("nNRBP(rel=1)", "nNRBP"), ("P_IA@5", "P_IA@5"),
+    ("StRecall@20", "StRecall@20"), ("nERR_IA@3", "nERR_IA@3"),
+])
+def test_measure_names_as_ir_measures_writes_them(text, name):
+    from srdiv.metrics.names import parse_measure
+
+    parsed = parse_measure(text)
+    assert parsed.name == name
+    ir_measures = pytest.importorskip("ir_measures")
+    assert str(ir_measures.parse_measure(text)) == name
+
+
+@pytest.mark.parametrize("text, why", [
+    ("nDCG@20", "unknown measure 'nDCG@20'"), ("alpha_nDCG", "needs a cutoff"), ("NRBP@20", "takes no cutoff"),
+    ("alpha_nDCG@0", "needs a cutoff"), ("ERR_IA(alpha=0.3)@20", "parameter 'alpha=0.3' of ERR_IA"),
+    ("alpha_nDCG(alpha=2)@20", "a value in [0, 1]"), ("alpha_nDCG(rel=2)@20", "parameter 'rel=2'"),
+    ("alpha_nDCG@@2", "is not a measure"),
+])
+def test_a_bad_measure_is_one_line_and_exit_2(mini, monkeypatch, capsys, text, why, tmp_path):
+    from srdiv.metrics.names import parse_measure
+
+    with pytest.raises(ValueError, match=re.escape(why)):
+        parse_measure(text)
+    write_run(load_collection(mini / "coll").run, tmp_path / "run.txt")
+    for runner in (quick, lambda *a: cli_output(*a[:2], "evaluate", *a[2:])):
+        code, out, err = runner(monkeypatch, capsys, mini / "qrels.txt", tmp_path / "run.txt", "alpha_nDCG@20", text)
+        assert code == 2 and out == "" and len(err.strip().splitlines()) == 1 and why in err, err
+
+
+def test_out_formats_hold_the_same_values(mini, monkeypatch, capsys, tmp_path):
+    import json
+
+    write_run(load_collection(mini / "coll").run, tmp_path / "run.txt")
+    args = (mini / "qrels.txt", tmp_path / "run.txt", "alpha_nDCG@20", "NRBP")
+    tables = {}
+    for ext in ("tsv", "json", "parquet"):
+        code, out, err = quick(monkeypatch, capsys, *args, "--out", tmp_path / f"m.{ext}")
+        assert code == 0, err
+        assert out.splitlines()[0].startswith("alpha_nDCG@20\tall\t")
+    tables["tsv"] = pd.read_csv(tmp_path / "m.tsv", sep="\t", dtype={"qid": str})
+    tables["json"] = pd.DataFrame(json.loads((tmp_path / "m.json").read_text()))
+    tables["parquet"] = pd.read_parquet(tmp_path / "m.parquet")
+    for table in tables.values():
+        assert list(table.columns) == ["run", "qid", "measure", "value"] and set(table["measure"]) == {"alpha_nDCG@20", "NRBP"}
+        pd.testing.assert_frame_equal(table.astype({"qid": str, "run": str, "measure": str}),
+                                      tables["parquet"].astype({"qid": str, "run": str, "measure": str}))
+    code, out, err = quick(monkeypatch, capsys, *args, "--out", tmp_path / "m.csv")
+    assert code == 2 and "unknown output format '.csv'" in err and not (tmp_path / "m.csv").exists()
+    # --out /dev/stdout: the TSV table on standard output, without the summary
+    done = subprocess.run([sys.executable, "-c", "import sys; from srdiv.launch import main; sys.argv[0] = 'srdiv'; main()",
+                           "evaluate", *map(str, args), "--out", "/dev/stdout"], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == (tmp_path / "m.tsv").read_text()
+
+
+def test_a_layout_the_quick_reader_declines_gives_the_same_lines(mini, monkeypatch, capsys, tmp_path):
+    """Tabs and a rank written 3.0: read by srdiv.metrics.runs instead, to the same values."""
+    run = load_collection(mini / "coll").run
+    write_run(run, tmp_path / "run.txt")
+    (tmp_path / "tabs.txt").write_text("".join(f"{q}\tQ0\t{d}\t{r}.0\t{s!r}\tt\n" for q, d, r, s in
+                                               zip(run["qid"], run["docno"], run["rank"], run["score"])))
+    outs = [quick(monkeypatch, capsys, mini / "qrels.txt", tmp_path / name, "-q") for name in ("run.txt", "tabs.txt")]
+    assert outs[0][0] == 0 and outs[0][1] == outs[1][1] and len(outs[0][1].splitlines()) > 17
+    with (tmp_path / "tabs.txt").open("a") as f:
+        f.write("51 Q0 docX 7 notanumber t\n")
+    code, _, err = quick(monkeypatch, capsys, mini / "qrels.txt", tmp_path / "tabs.txt")
+    assert code == 2 and f"tabs.txt:{len(run) + 1}: score 'notanumber'" in err, err
+
+
+def test_the_plain_form_loads_neither_pandas_nor_typer(mini, tmp_path):
+    """``srdiv evaluate QRELS RUN``: numpy and srdiv's measures only (what makes it start fast)."""
+    write_run(load_collection(mini / "coll").run, tmp_path / "run.txt")
+    code = ("import sys; from srdiv.launch import main\n"
+            f"sys.argv = ['srdiv', 'evaluate', {str(mini / 'qrels.txt')!r}, {str(tmp_path / 'run.txt')!r}, 'NRBP']\n"
+            "main()\n"
+            "print(sorted(m for m in ('pandas', 'pyarrow', 'typer', 'scipy', 'torch') if m in sys.modules))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[0].startswith("NRBP\tall\t") and done.stdout.splitlines()[-1] == "[]"

@@ -80,7 +80,7 @@ def _guard_outputs(name: str, command):
             if key == "out" or key.endswith("_out"):
                 for out in values:
                     check_output(out, inputs, whole_dir=name in WHOLE_DIR_OUTPUTS)
-                    if not out.is_dir():
+                    if out.is_file() or not out.exists():     # not a directory, a device or a pipe
                         claim(out, legacy=generated if name == "dvc-yaml" else None)
                     elif name in WHOLE_DIR_OUTPUTS:      # a committed output is checked for its kind when written
                         claim(os.path.realpath(out), legacy=lambda path: True)

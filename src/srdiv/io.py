@@ -10,10 +10,12 @@ import shutil
 import subprocess
 import tempfile
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import TYPE_CHECKING, Callable, Iterator
 
 import numpy as np
-import pandas as pd
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 class InputError(Exception):
@@ -37,6 +39,8 @@ def first_misfit(values, integer: bool, low: float = -np.inf, high: float = np.i
     if array.dtype.kind in "iu":    # whole numbers already: only the range to check
         ok = (array >= low) & (array <= high)
     else:
+        import pandas as pd
+
         numbers = (array.astype(np.float64, copy=False) if array.dtype.kind == "f" else   # no per-value parsing
                    pd.to_numeric(pd.Series(values, dtype=object), errors="coerce").to_numpy(np.float64, na_value=np.nan))
         with np.errstate(invalid="ignore"):
@@ -463,6 +467,8 @@ def read_json(path: str | os.PathLike, what: str = "JSON file", kind: type = dic
 
 def read_tsv(path: str | os.PathLike, columns: list[str], **options) -> pd.DataFrame:
     """A CSV/TSV table with at least ``columns``; one :class:`InputError` when it cannot be parsed."""
+    import pandas as pd
+
     path = Path(path)
     if not path.is_file():
         raise InputError(path, "file not found")
@@ -571,6 +577,7 @@ def check_keys(path: str | os.PathLike, frame: pd.DataFrame, keys: list[str], wh
 
 def read_parquet(path: str | os.PathLike, columns: list[str] | None = None) -> pd.DataFrame:
     """Read a Parquet table, failing with one clear error when it is missing or not a readable table."""
+    import pandas as pd
     import pyarrow as pa
 
     path = Path(path)

@@ -7,6 +7,9 @@ the handlers. Imported by the program (``srdiv``), its first lines set handlers 
 that line and code (:func:`srdiv.interrupts.stop_now`: nothing is written yet); :func:`main` then sets those
 that let a command clean up. It also chooses OpenBLAS's kernels (:func:`pin_blas_kernel`), which must
 happen before numpy is first imported.
+``srdiv evaluate QRELS RUN [MEASURES...]`` goes straight to :mod:`srdiv.metrics.evaluate_files` (numpy
+alone, no typer, pandas or pyarrow), so that it starts as fast as the tools it stands beside; any other form
+of it goes to :mod:`srdiv.cli`.
 """
 
 from __future__ import annotations
@@ -60,6 +63,12 @@ def main() -> None:
         signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         pin_blas_kernel()
+        if sys.argv[1:2] == ["evaluate"]:       # its plain form without typer, pandas or pyarrow
+            os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")    # one thread: no pool to start (30 ms)
+            from srdiv.metrics.evaluate_files import main as evaluate
+
+            if evaluate(sys.argv[2:]):
+                return
         from srdiv.cli import main as run
         run()           # answers the signals itself; these catch one between its steps
     except KeyboardInterrupt:

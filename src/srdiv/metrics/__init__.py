@@ -20,7 +20,17 @@ from srdiv.metrics.diversity import (
     s_recall,
 )
 from srdiv.metrics.evaluate import MEASURES, DiversityEvaluator, evaluate_run, mean_measures
-from srdiv.metrics.runs import read_run, write_trec_run
+
+
+def __getattr__(name: str):
+    """``read_run`` and ``write_trec_run``, imported when first used: :mod:`srdiv.metrics.runs` loads pandas
+    and pyarrow, which ``srdiv evaluate QRELS RUN`` (:mod:`srdiv.metrics.evaluate_files`) does without."""
+    if name in ("read_run", "write_trec_run"):
+        from srdiv.metrics import runs
+
+        return getattr(runs, name)
+    raise AttributeError(f"module 'srdiv.metrics' has no attribute {name!r}")
+
 
 __all__ = [
     "CANDIDATE_NDCG",

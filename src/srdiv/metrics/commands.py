@@ -18,10 +18,22 @@ def register(app: typer.Typer) -> None:
 
 
 def evaluate(
-    run: list[Path] = typer.Option(..., help="TREC run file, or a Parquet run table (qid, docno, score[, rank]). "
-                                             "Repeat to compare runs: the first is the reference of the paired "
-                                             "t-tests."),
-    out: Path = typer.Option(..., help="Output Parquet: per-query values, long form run, qid, measure, value."),
+    files: Optional[list[str]] = typer.Argument(None, metavar="[QRELS RUN] [MEASURE]...", show_default=False,
+                                                help="A TREC diversity qrels file, a run file and the measures in "
+                                                     "ir_measures' names (alpha_nDCG@20, "
+                                                     "'alpha_nDCG(alpha=0.25)@10', ERR_IA@20, nERR_IA@20, NRBP, "
+                                                     "nNRBP, P_IA@20, StRecall@20; default all seventeen "
+                                                     "official ones), as ir_measures takes them. With --qrels or "
+                                                     "--collection, only the measures."),
+    run: Optional[list[Path]] = typer.Option(None, help="TREC run file, or a Parquet run table (qid, docno, score"
+                                                        "[, rank]). Repeat to compare runs: the first is the "
+                                                        "reference of the paired t-tests."),
+    out: Optional[Path] = typer.Option(None, help="Also write the per-query values, long form run, qid, measure, "
+                                                  "value, in the format of the extension: .tsv, .parquet or .json "
+                                                  "(a device such as /dev/stdout: TSV)."),
+    per_query: bool = typer.Option(False, "-q", "--per-query", help="QRELS RUN form: each topic's lines before "
+                                                                    "the means, as trec_eval -q prints them."),
+    places: int = typer.Option(4, "-p", "--places", help="QRELS RUN form: decimals printed (-1: every digit)."),
     collection: Optional[Path] = typer.Option(None, help="Collection directory (srdiv collection ... --out DIR "
                                                          "writes one): its qrels, topics and folds."),
     qrels: Optional[Path] = typer.Option(None, help="TREC diversity qrels file (qid subtopic docno grade), instead "
@@ -30,7 +42,8 @@ def evaluate(
                                   help="Order by score, not by the run's ranks; equal scores as --ties says."),
     ties: str = typer.Option("ndeval", help="With --by-score, the order of equal scores: 'ndeval' (docno "
                                             "descending: ndeval -traditional, trec_eval) or 'pyndeval' (docno "
-                                            "ascending: ir_measures and pt.Experiment)."),
+                                            "ascending: ir_measures and pt.Experiment). A note on standard "
+                                            "error says when equal scores were ordered, and by which rule."),
     fold: Optional[int] = typer.Option(None, help="Evaluate only the topics of this fold (a trial's test queries; "
                                                   "needs --collection)."),
     topics: Optional[str] = typer.Option(None, help="Evaluate only these topics: qids and numeric ranges, e.g. "
@@ -40,17 +53,35 @@ def evaluate(
                                                     "runs compared with the first (as report.holm, pt.Experiment's "
                                                     "correction='holm')."),
 ) -> None:
-    """Per-query official diversity measures of each RUN (ndeval's numbers); prints their means.
+    """Official diversity measures of a run (ndeval's numbers), as trec_eval and ir_measures print them.
 
-    With several runs, each row is marked ▲ (▼) where it is significantly better (worse) than the
-    first run: two-tailed paired t-test over the evaluated topics, p < alpha, as in the report's tables.
+    srdiv evaluate QRELS RUN [MEASURES...] prints 'measure all value' lines (-q: each topic's first).
+    With --qrels or --collection and --run (repeatable), one line per run of the means; several runs are
+    marked ▲ (▼) where significantly better (worse) than the first: two-tailed paired t-test over the
+    evaluated topics, p < alpha, as in the report's tables.
     """
+    from srdiv.io import InputError
+
+    files = files or []
+    if collection is None and qrels is None and not run:
+        if len(files) < 2:
+            raise typer.BadParameter("give QRELS RUN [MEASURES...], or --qrels FILE (or --collection DIR) and --run")
+        from srdiv.metrics.evaluate_files import run_command
+
+        run_command(Path(files[0]), Path(files[1]), files[2:], per_query, by_score, ties, places, out)
+        return
     import pandas as pd
 
-    from srdiv.io import InputError, write_parquet
+    from srdiv.io import write_parquet
     from srdiv.metrics.evaluate import DiversityEvaluator
+    from srdiv.metrics.evaluate_files import out_format, write_values
+    from srdiv.metrics.names import parse_measure
     from srdiv.metrics.runs import TIES, load_run
 
+    if not run:
+        raise typer.BadParameter("give the run to evaluate", param_hint="--run")
+    if per_query:
+        raise typer.BadParameter("prints per-query lines in the QRELS RUN form", param_hint="-q")
     if not 0 < alpha < 1:
         raise InputError("--alpha", f"the significance level must lie in (0, 1), got {alpha}")
     if (collection is None) == (qrels is None):
@@ -59,6 +90,14 @@ def evaluate(
         raise typer.BadParameter(f"'{ties}' is not one of {', '.join(TIES)}", param_hint="--ties")
     if ties != "ndeval" and not by_score:
         raise typer.BadParameter("orders equal scores of a run ordered by score: add --by-score", param_hint="--ties")
+    try:
+        measures = [parse_measure(m) for m in files] or None
+    except ValueError as err:
+        raise InputError("measure", str(err)) from None
+    if measures and any(m.name != m.base for m in measures):
+        raise typer.BadParameter("measures with parameters are evaluated in the QRELS RUN form")
+    if out is not None:
+        out_format(out)
     judged, qids, source = judgments(collection, qrels, fold)
     if fold is not None and judged.empty:
         raise InputError(collection / "qrels.parquet", f"no topic of fold {fold} has judgments")
@@ -66,7 +105,7 @@ def evaluate(
         judged = judged[judged["qid"].isin(topic_list(topics, qids, source))]
         if judged.empty:
             raise InputError(source, f"none of the topics {topics} has judgments")
-    evaluator, results, notes = DiversityEvaluator(judged), [], []
+    evaluator, results, notes = DiversityEvaluator(judged, measures and [m.base for m in measures]), [], []
     names = run_names(run)
     for name, path in zip(names, run):
         loaded = load_run(path, by_score)
@@ -76,7 +115,10 @@ def evaluate(
             notes.append(f"note: {name}: {len(missing)} judged topics have no results in the run and score 0")
         results.append(values.assign(run=name))
     results = pd.concat(results, ignore_index=True)[["run", "qid", "measure", "value"]]
-    write_parquet(results, out)
+    if out is not None and out_format(out) == ".parquet":
+        write_parquet(results, out)
+    elif out is not None:
+        write_values({column: results[column].tolist() for column in results}, out)
     for note in notes:
         typer.echo(note, err=True)
     typer.echo(summary(results, names, alpha, holm))

@@ -25,13 +25,11 @@ import pyarrow.compute as pc
 import pyarrow.csv as pa_csv
 
 from srdiv.io import InputError, atomic_path, first_misfit, read_parquet
+from srdiv.metrics.names import TIES
 
 TREC_RUN_FIELDS = ("qid", "Q0", "docno", "rank", "score", "tag")
 RUN_COLUMNS = ("qid", "docno", "rank", "score")
 QRELS_FIELDS = ("qid", "sid", "docno", "grade")
-TIES = {"ndeval": "docno descending (ndeval -traditional, trec_eval)",
-        "pyndeval": "docno ascending (pyndeval: ir_measures, pt.Experiment)"}
-"""How a run ordered by score breaks ties, by the tool whose order it is."""
 RUN_FILE = "run.txt"
 """Name of the TREC run file a training job writes into each ``<model>/fold<k>`` directory."""
 

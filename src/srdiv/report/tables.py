@@ -14,22 +14,12 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from srdiv.metrics.names import measure_label
 from srdiv.metrics.stats import paired_pvalues, per_query
 
-MEASURE_LABELS = {
-    "ERR_IA": "ERR-IA", "nERR_IA": "nERR-IA", "alpha_nDCG": "α-nDCG", "NRBP": "NRBP",
-    "nNRBP": "nNRBP", "P_IA": "Pre-IA", "StRecall": "S-rec",
-}
 LATEX_MEASURES = {"α-nDCG": r"$\alpha$-nDCG"}
 BETTER, WORSE = "▲", "▼"
 LATEX_MARKERS = {BETTER: r"$^\blacktriangle$", WORSE: r"$^\blacktriangledown$"}
-
-
-def measure_label(measure: str) -> str:
-    """``alpha_nDCG@20`` -> ``α-nDCG@20``."""
-    name, _, cut = measure.partition("@")
-    label = MEASURE_LABELS.get(name, name)
-    return f"{label}@{cut}" if cut else label
 
 
 def md_cell(text: str) -> str:
