@@ -366,7 +366,7 @@ def run_job(spec: ModelSpec, bundle: Bundle, collection: Collection, fold: int, 
             return tuned, Outcome(valid, {}, info=tuned.info()), 0, 0.0
         objective = OBJECTIVES.get(point_spec.objective.name)(**point_spec.objective.args)
         objective.samples = samples
-        pruning = Pruning(planned.earlier, spec.search)
+        pruning = Pruning(planned.earlier, spec.search, last=point_spec.train.epochs)
         trainer = Trainer(point_spec.train, point_spec.optim, device, seed, out / "tune" / f"point{i}.pt",
                           _fingerprint(point_spec, seed, fold, inputs), callbacks, progress,
                           desc=f"{spec.row} fold{fold} trial {i + 1}/{search.n_trials}", monitors=[pruning])

@@ -72,19 +72,21 @@ class Pruning:
     """A trial's pruning monitor (a :data:`srdiv.train.trainer.Callback`): reports each epoch's validation
     score to an in-memory study holding only ``earlier`` (the trials of earlier batches) and raises
     :class:`Pruned` when the pruner says so. ``values``: the scores it saw; ``attrs``: what the pruner
-    recorded for the trial (successive halving's rungs), copied into the job's study."""
+    recorded for the trial (successive halving's rungs), copied into the job's study. A trial is not
+    pruned at its ``last`` epoch (nothing left to save: it completes)."""
 
-    def __init__(self, earlier: list[FrozenTrial], settings: SearchSettings):
+    def __init__(self, earlier: list[FrozenTrial], settings: SearchSettings, last: int = 0):
         self.study = optuna.create_study(direction="maximize", pruner=make_pruner(settings),
                                          sampler=optuna.samplers.RandomSampler(seed=0))
         self.study.add_trials(earlier)
         self.trial = self.study.ask()
         self.values: dict[int, float] = {}
+        self.last = last
 
     def __call__(self, epoch: int, record: dict) -> None:
         self.values[epoch] = float(record["valid"])
         self.trial.report(float(record["valid"]), epoch)
-        if self.trial.should_prune():
+        if epoch != self.last and self.trial.should_prune():
             raise Pruned(epoch)
 
     @property
