@@ -232,7 +232,8 @@ def test_tuning_table_reads_the_declared_range_trials_and_budget(tmp_path):
     from srdiv.report.builder import RunSpec, tuning_note, tuning_table
 
     tune = {"model.args.lam": {"low": 0.0, "high": 1.0}, "optim.args.lr": {"low": 1.0e-4, "high": 1.0, "log": True}}
-    search = {"sampler": "tpe", "trials": 3, "pruned": 1, "pruner": "median", "batch": 2, "epochs": 30}
+    search = {"sampler": "tpe", "trials": 3, "pruned": 1, "pruner": "median", "batch": 2, "epochs": 30,
+              "space": {"model.args.lam": "0-1", "optim.args.lr": "0.0001-1 (log)"}}
     for fold, (lam, lr) in enumerate([(0.0, 1.2e-4), (0.5, 0.01), (1.0, 0.9), (0.3, 0.5)], start=1):
         grid = [{"number": 0, "point": {"model.args.lam": lam, "optim.args.lr": lr}, "state": "complete",
                  "valid": 0.5, "best_epoch": 2, "epochs": 3},
@@ -250,7 +251,7 @@ def test_tuning_table_reads_the_declared_range_trials_and_budget(tmp_path):
     assert table.loc["optim.args.lr", "at an edge"] == "3/4" and table.loc["model.args.lam", "at an edge"] == "2/4"
     assert table.loc["model.args.lam", "trials (pruned)"] == "3 (1), 3 (1), 3 (1), 3 (1)"
     note = tuning_note(info)
-    assert "Search budget: 3 TPE trials of at most 30 epochs, median pruning, batches of 2 (D)." in note
+    assert "Search budget: 3 TPE trials, each of at most 30 epochs, median pruning, batches of 2 (D)." in note
     assert "lam = 0: the query layer alone (relevance); lam = 1: the subtopic layer alone (diversity)" in note
     assert "wider range): D (optim.args.lr)." in note
 

@@ -347,12 +347,12 @@ def _weight_meaning(hparams: dict, name: str) -> str:
 def _budget(hparams: dict) -> str:
     """One job's search budget in words ('' for a record without a search)."""
     search = hparams.get("search")
-    if not search:
+    if not search or not search.get("space"):
         return ""
     if search["sampler"] == "grid":
         return "every point of the lists (grid)"
     budget = (hparams.get("spec") or {}).get("search") or {}
-    return (f"{budget.get('trials', search['trials'])} TPE trials of at most {search['epochs']} epochs, "
+    return (f"{budget.get('trials', search['trials'])} TPE trials, each of at most {search['epochs']} epochs, "
             f"{search['pruner']} pruning, batches of {search['batch']}")
 
 
