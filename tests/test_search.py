@@ -11,6 +11,7 @@ from srdiv.experiment import Dimension, SearchSettings, model_spec
 from srdiv.io import InputError
 from srdiv.train.job import check_rows, run_job
 from srdiv.train.search import Pruned, Pruning, STUDY_NAME
+from helpers import ROOT
 from test_harness import PARAMS, make_data
 
 SEARCHED = {**PARAMS, "search": {"trials": 6, "batch": 2, "startup": 2, "pruner": "median"}, "models": {
@@ -142,3 +143,23 @@ def _trial_table(path):
     study = optuna.load_study(study_name=STUDY_NAME, storage=f"sqlite:///{path}")
     return [(t.number, t.params, t.value, t.state.name, t.intermediate_values) for t in study.get_trials()]
 
+
+
+def test_params_yaml_accepts_ranges_and_names_a_misspelt_one(tmp_path):
+    from srdiv.params import load_params
+
+    good = tmp_path / "good.yaml"
+    good.write_text("models: {DSSA: {tune: {optim.args.lr: {low: 1.0e-4, high: 0.1, log: true}}}}\n"
+                    "search: {trials: 5, pruner: halving}\n")
+    params = load_params([ROOT / "params.yaml", good])
+    spec = model_spec(params, "DSSA")
+    assert spec.space()["optim.args.lr"] == Dimension(low=1.0e-4, high=0.1, log=True)
+    assert spec.search == SearchSettings(trials=5, batch=2, startup=4, pruner="halving")
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("models: {DSSA: {tune: {optim.args.lr: {low: 1.0e-4, high: 0.1, scale: log}}}}\n")
+    with pytest.raises(InputError, match="bad.yaml.*unknown key 'models.DSSA.tune.optim.args.lr.scale'"):
+        load_params([ROOT / "params.yaml", bad])
+    wrong = tmp_path / "wrong.yaml"
+    wrong.write_text("search: {pruner: hyperband}\n")
+    with pytest.raises(InputError, match="wrong.yaml.*'search.pruner' must be one of median, halving"):
+        load_params([ROOT / "params.yaml", wrong])
