@@ -66,10 +66,10 @@ class SearchSettings:
     random, and completed trials the median rule waits for; ``pruner``: ``median`` or ``halving``. The
     epoch cap is the ``train`` section's ``epochs``."""
 
-    trials: int = 12
+    trials: int = 10
     batch: int = 2
     startup: int = 4
-    pruner: str = "median"
+    pruner: str = "halving"
 
     @classmethod
     def from_params(cls, params: dict) -> "SearchSettings":
