@@ -350,9 +350,10 @@ def _budget(hparams: dict) -> str:
     if not search or not search.get("space"):
         return ""
     if search["sampler"] == "grid":
-        return "every point of the lists (grid)"
+        return "every point of the row's lists (a grid)"
     budget = (hparams.get("spec") or {}).get("search") or {}
-    return (f"{budget.get('trials', search['trials'])} TPE trials, each of at most {search['epochs']} epochs, "
+    epochs = f"{search['epochs']} epoch{'s' if search['epochs'] != 1 else ''}"
+    return (f"{budget.get('trials', search['trials'])} TPE trials, each of at most {epochs}, "
             f"{search['pruner']} pruning, batches of {search['batch']}")
 
 
