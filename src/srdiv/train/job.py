@@ -397,7 +397,11 @@ def run_job(spec: ModelSpec, bundle: Bundle, collection: Collection, fold: int, 
             restored[1] += seconds
         return [outcome for _, outcome, _, _ in results]
 
-    trials = search.run(run_batch)
+    try:
+        trials = search.run(run_batch)
+    except InputError:
+        search.discard_if_new()
+        raise
     chosen = search.best()
     if chosen is None:
         raise InputError("--model", f"row {spec.row} fold {fold}: every trial ended with a validation score that is "

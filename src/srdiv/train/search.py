@@ -135,6 +135,7 @@ class Search:
             self.n_trials = self.settings.trials if self.space else 1
         self.batch = self.settings.batch
         path = Path(path)
+        self.path, self.created = path, not path.exists()
         path.parent.mkdir(parents=True, exist_ok=True)
         self.storage = optuna.storages.RDBStorage(f"sqlite:///{path.resolve()}")
         self.study = optuna.create_study(storage=self.storage, study_name=STUDY_NAME, direction="maximize",
@@ -203,6 +204,15 @@ class Search:
             for planned, outcome in zip(batch, run_batch(batch)):
                 self.record(planned.number, outcome)
         return self.trials()
+
+    def discard_if_new(self) -> None:
+        """Remove the study when this sitting created it and no trial finished (bad input found by the
+        first trial leaves nothing behind), with its folder if that is then empty."""
+        if self.created and not any(t.state.is_finished() for t in self.trials()):
+            self.storage.remove_session()
+            self.path.unlink(missing_ok=True)
+            if not any(self.path.parent.iterdir()):
+                self.path.parent.rmdir()
 
     def earlier(self, number: int) -> list[FrozenTrial]:
         """The trials the batch of trial ``number`` saw (to rerun it as it ran: its model's weights)."""
