@@ -6,7 +6,7 @@ line per job: the chosen trial's validation score, the epochs all trials trained
 seconds. Needs the setting's bundle and samples (``snakemake ... config/smoke.yaml`` first)::
 
     python scripts/measure_search.py --setting config/smoke.yaml --dataset wordnet-div-smoke \\
-        --rows ListMLE DSSA --folds 1 2 --trials 8 --epochs 10 --out /tmp/measure-search > measured.tsv
+        --rows ListMLE DSSA --folds 1 2 --trials 8 --epochs 10 --out work/measure-search > measured.tsv
 
 ``--estimate measured.tsv`` estimates instead the main table's training time under the search (an
 estimate, not a run): each row's seconds per epoch on the full collection (``docs/job-times.tsv``: job
