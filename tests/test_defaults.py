@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from srdiv.experiment import TrainSettings
+from srdiv.experiment import SearchSettings, TrainSettings
 from srdiv.params import load_params
 from srdiv.sampling.samples import SampleSettings
 from srdiv.text.defaults import DEFAULTS
@@ -34,7 +34,8 @@ def test_text_defaults_equal_params_yaml(name):
     assert {key: built_in.get(key, "(no default)") for key in in_file} == in_file
 
 
-@pytest.mark.parametrize("settings, name", [(TrainSettings, "train"), (SampleSettings, "samples")])
+@pytest.mark.parametrize("settings, name", [(TrainSettings, "train"), (SampleSettings, "samples"),
+                                            (SearchSettings, "search")])
 def test_dataclass_defaults_equal_params_yaml(settings, name):
     built_in = {f.name: f.default for f in fields(settings)}
     assert {key: built_in.get(key, "(no default)") for key in PARAMS[name]} == PARAMS[name]
@@ -49,6 +50,7 @@ def test_the_schema_and_the_specs_know_the_same_row_and_train_keys():
     from srdiv.params import SCHEMA
 
     row_keys = set(SCHEMA.keys["models"].items.keys)
-    assert row_keys - {"extends", "samples"} == {f.name for f in fields(ModelSpec)} - {"row"}
+    assert row_keys - {"extends", "samples"} == {f.name for f in fields(ModelSpec)} - {"row", "search"}
     assert set(SCHEMA.keys["train"].keys) == {f.name for f in fields(TrainSettings)}
+    assert set(SCHEMA.keys["search"].keys) == {f.name for f in fields(SearchSettings)}
     assert set(SCHEMA.keys["samples"].keys) == {f.name for f in fields(SampleSettings)}

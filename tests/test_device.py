@@ -114,9 +114,9 @@ def _stray_tensors(model: torch.nn.Module) -> list[str]:
 # --- the cases: rows of params.yaml ------------------------------------------------------------------------
 
 def _case(row: str) -> dict:
-    """The row at the first point of its tuning grid."""
+    """The row at the first corner of its search space (each range's low end, each list's first value)."""
     spec = model_spec(PARAMS, row)
-    spec = spec.at(spec.grid()[0])
+    spec = spec.at(spec.corners()[0])
     model = spec.model
     if model.args.get("attention") == "dot":
         model = replace(model, args={**model.args, "hidden": EMB})

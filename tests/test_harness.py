@@ -147,7 +147,8 @@ def test_the_row_shape_parses_to_typed_components():
                                             "similarity": "general", "max_pooling": True, "dropout": 0.5})
     assert dssa.objective == Component("list_pairwise") and dssa.representation == "lda"
     assert dssa.optim == Component("adam", {"lr": 0.001, "weight_decay": 1.0e-5}) and dssa.train.batch_size == 256
-    assert dssa.tune == {"model.args.lam": [0.0, 0.2, 0.4, 0.6, 0.8, 1.0], "optim.args.lr": [0.003, 0.01, 0.03, 0.1]}
+    assert dssa.tune == {"model.args.lam": {"low": 0.0, "high": 1.0},
+                         "optim.args.lr": {"low": 1.0e-4, "high": 0.3, "log": True}}
     assert daletor.objective == Component("daletor", {"metric": "alpha_dcg", "temperature": 0.1})
     assert daletor.optim == Component("adagrad", {"lr": 0.01})
     assert model_spec(params, "MMR").prior == "ListMLE" and model_spec(params, "Initial").objective is None
@@ -503,7 +504,7 @@ def test_tune_points_trained_side_by_side_give_the_models_of_one_thread(tmp_path
     """With ``threads`` the points of a CPU row train in that many forked processes at once; the chosen
     model, every point's record and the curve are those of the points trained one after the other."""
     bundle, coll = make_data()
-    params = {**PARAMS, "models": {"Grid": {
+    params = {**PARAMS, "search": {"batch": 5}, "models": {"Grid": {       # a batch of 5: up to 5 at once
         "model": {"name": "listmle"}, "objective": {"name": "mle"}, "optim": {"name": "sgd", "args": {"lr": 0.1}},
         "tune": {"optim.args.lr": [0.01, 0.1, 1.0, 10.0, 1.0e38]}}}}
     spec = model_spec(params, "Grid")

@@ -10,7 +10,7 @@ import warnings
 import numpy as np
 import pytest
 
-from srdiv.experiment import model_rows, model_spec
+from srdiv.experiment import Dimension, model_rows, model_spec
 from srdiv.features.assemble import build_bundle
 from srdiv.features.diversity import diversity_features
 from srdiv.metrics.evaluate import evaluate_run
@@ -26,10 +26,11 @@ FOLD = 3  # test 16, 41, 42; validation 6, 22, 136; training the other 7 topics
 
 
 def _small(params: dict) -> dict:
-    """params.yaml with one epoch, two permutations and the first point of every tuning grid."""
+    """params.yaml with one epoch, two permutations and one point of every search space (a list's first
+    value, a range's low end)."""
     rows = {}
     for row, entry in model_rows(params).items():
-        entry = {**entry, "tune": {k: v[:1] for k, v in (entry.get("tune") or {}).items()},
+        entry = {**entry, "tune": {k: list(Dimension.parse(v, k).ends()[:1]) for k, v in (entry.get("tune") or {}).items()},
                  "train": {**(entry.get("train") or {}), "epochs": 1}}
         if entry["model"].get("args", {}).get("attention") == "dot":  # "dot" needs hidden = vector size (25 here)
             entry["model"] = {**entry["model"], "args": {**entry["model"]["args"], "hidden": 25}}

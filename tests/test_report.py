@@ -261,24 +261,54 @@ def test_tuning_table_lists_each_folds_choice_and_counts_grid_ends(tmp_path):
     job("B", 1, {}, [{}])                                       # nothing tuned
     job("C", 1, {"cell": "gru"}, [{"cell": "lstm"}, {"cell": "gru"}, {"cell": "rnn"}])
     specs = [RunSpec(k, k, "", "explicit") for k in "ABC"]
-    table, measures = tuning_table(tmp_path / "models", specs)
-    assert measures == {"A": "alpha_nDCG@20", "C": "alpha_nDCG@20"}      # the rows in the table
-    assert "validation queries (alpha_nDCG@20);" in tuning_note(measures)
+    table, info = tuning_table(tmp_path / "models", specs)
+    assert info.measures == {"A": "alpha_nDCG@20", "B": "alpha_nDCG@20", "C": "alpha_nDCG@20"}
+    assert "validation queries (alpha_nDCG@20);" in tuning_note(info)
     job("C", 1, {"cell": "gru"}, [{"cell": "lstm"}, {"cell": "gru"}, {"cell": "rnn"}], measure="ERR_IA@20")
-    table, measures = tuning_table(tmp_path / "models", specs)
-    assert "validation queries (alpha_nDCG@20: A; ERR_IA@20: C);" in tuning_note(measures)   # train.valid_measure
+    table, info = tuning_table(tmp_path / "models", specs)
+    assert "validation queries (alpha_nDCG@20: A, B; ERR_IA@20: C);" in tuning_note(info)   # train.valid_measure
     table = table.set_index(["Method", "parameter"])
     assert list(table.index) == [("A", "lam"), ("A", "lr"), ("C", "cell")]
-    assert table.loc[("A", "lam")].to_dict() == {"grid": "0.0, 0.5, 1.0", "folds": "1, 2, 3",
-                                                 "chosen": "0.5, 1.0, 0.0", "at an end of the grid": "2/3"}
-    assert table.loc[("A", "lr"), "at an end of the grid"] == ""      # two values: every choice is an end
-    assert table.loc[("C", "cell")].to_dict() == {"grid": "gru, lstm, rnn", "folds": "1", "chosen": "gru",
-                                                  "at an end of the grid": ""}
+    assert table.loc[("A", "lam")].to_dict() == {"range": "0.0, 0.5, 1.0", "folds": "1, 2, 3",
+                                                 "chosen": "0.5, 1*, 0*", "trials (pruned)": "6 (0), 6 (0), 6 (0)",
+                                                 "at an edge": "2/3"}
+    assert table.loc[("A", "lr"), "at an edge"] == "3/3"      # two values: every choice is the first or last
+    assert table.loc[("C", "cell")].to_dict() == {"range": "gru, lstm, rnn", "folds": "1", "chosen": "gru*",
+                                                  "trials (pruned)": "3 (0)", "at an edge": "1/1"}
+    assert "or more (search them again with a wider range): A (lr)." in tuning_note(info)
     assert tuning_table(None, specs)[0].empty
     hparams = json.loads((tmp_path / "models/C/fold1/hparams.json").read_text())
     (tmp_path / "models/C/fold1/hparams.json").write_text(json.dumps({k: v for k, v in hparams.items() if k != "chosen"}))
     with pytest.raises(InputError, match="C/fold1/hparams.json.*no 'chosen'"):
         tuning_table(tmp_path / "models", specs)
+
+
+def test_tuning_table_reads_the_declared_range_trials_and_budget(tmp_path):
+    from srdiv.report.builder import RunSpec, tuning_note, tuning_table
+
+    tune = {"model.args.lam": {"low": 0.0, "high": 1.0}, "optim.args.lr": {"low": 1.0e-4, "high": 1.0, "log": True}}
+    search = {"sampler": "tpe", "trials": 3, "pruned": 1, "pruner": "median", "batch": 2, "epochs": 30,
+              "space": {"model.args.lam": "0-1", "optim.args.lr": "0.0001-1 (log)"}}
+    for fold, (lam, lr) in enumerate([(0.0, 1.2e-4), (0.5, 0.01), (1.0, 0.9), (0.3, 0.5)], start=1):
+        grid = [{"number": 0, "point": {"model.args.lam": lam, "optim.args.lr": lr}, "state": "complete",
+                 "valid": 0.5, "best_epoch": 2, "epochs": 3},
+                {"number": 1, "point": {"model.args.lam": 0.2, "optim.args.lr": 0.1}, "state": "pruned",
+                 "valid": 0.1, "best_epoch": 1, "epochs": 1, "pruned_at": 1},
+                {"number": 2, "point": {"model.args.lam": 0.2, "optim.args.lr": 0.1}, "state": "complete",
+                 "valid": 0.4, "best_epoch": 2, "epochs": 3}]
+        write_job(tmp_path / "models" / "D" / f"fold{fold}", "D", fold, hparams={
+            "chosen": {"model.args.lam": lam, "optim.args.lr": lr}, "grid": grid, "search": search,
+            "spec": {"model": {"name": "dssa"}, "tune": tune, "train": {"epochs": 30}, "search": {"trials": 3}}})
+    table, info = tuning_table(tmp_path / "models", [RunSpec("D", "D", "", "explicit")])
+    table = table.set_index("parameter")
+    assert table.loc["optim.args.lr", "range"] == "0.0001-1 (log)"
+    assert table.loc["optim.args.lr", "chosen"] == "0.00012*, 0.01, 0.9*, 0.5*"
+    assert table.loc["optim.args.lr", "at an edge"] == "3/4" and table.loc["model.args.lam", "at an edge"] == "2/4"
+    assert table.loc["model.args.lam", "trials (pruned)"] == "3 (1), 3 (1), 3 (1), 3 (1)"
+    note = tuning_note(info)
+    assert "Search budget: 3 TPE trials, each of at most 30 epochs, median pruning, batches of 2 (D)." in note
+    assert "lam = 0: the query layer alone (relevance); lam = 1: the subtopic layer alone (diversity)" in note
+    assert "wider range): D (optim.args.lr)." in note
 
 
 @pytest.mark.parametrize("damage,message", [

@@ -190,13 +190,14 @@ def _validate(model):
 
 
 def _train(tmp_path, epochs=6, callbacks=(), patience=100, name="ckpt.pt", fingerprint="a", device="cpu",
-           optim=Component("adam", {"lr": 0.05})):
+           optim=Component("adam", {"lr": 0.05}), monitors=()):
     bundle = random_bundle(queries=6, docs=5, seed=2)
     torch.manual_seed(0)
     model = DropoutScorer(bundle.dims.feats).to(device)
     settings = TrainSettings(epochs=epochs, patience=patience, batch_size=2)
     trainer = Trainer(settings, optim, torch.device(device), seed=1,
-                      checkpoint=tmp_path / name, fingerprint=fingerprint, callbacks=callbacks, progress=False)
+                      checkpoint=tmp_path / name, fingerprint=fingerprint, callbacks=callbacks, progress=False,
+                      monitors=monitors)
     return model, trainer.fit(model, PlackettLuceMLE(), bundle, _validate)
 
 
@@ -280,3 +281,21 @@ def test_trainable_ignores_frozen_submodules():
     holder = DiversityModel()
     holder.prior = frozen
     assert not trainable(holder) and trainable(ListMLE(bundle.dims))
+
+
+def test_monitors_see_the_restored_epochs_too(tmp_path):
+    """A monitor (the search's pruning) is called for every epoch in order, those a resumed run restored
+    first, with their recorded scores; callbacks only for the epochs trained in this sitting."""
+    whole = []
+    _train(tmp_path, epochs=4, name="whole.pt", monitors=[lambda epoch, record: whole.append((epoch, record["valid"]))])
+
+    def kill(epoch, record):
+        if epoch == 2:
+            raise Kill
+
+    with pytest.raises(Kill):
+        _train(tmp_path, epochs=4, callbacks=[kill], name="cut.pt")
+    seen, trained = [], []
+    _train(tmp_path, epochs=4, name="cut.pt", monitors=[lambda epoch, record: seen.append((epoch, record["valid"]))],
+           callbacks=[lambda epoch, record: trained.append(epoch)])
+    assert seen == whole and [e for e, _ in seen] == [1, 2, 3, 4] and trained == [3, 4]

@@ -13,19 +13,23 @@ A model row::
                                    # supervised model is explicit when it reads the query's subtopics
                                    # (suggestions), implicit when it relates documents without them
       train: {epochs: 30}          # per-row overrides of the ``train`` section
-      tune: {model.args.lam: [0.1, 0.5], optim.args.lr: [0.001, 0.01]}
+      tune: {model.args.lam: {low: 0.0, high: 1.0}, optim.args.lr: {low: 1.0e-4, high: 1.0, log: true}}
       variant_of: DSSA             # for ablation rows (tables), with ``variant: <label>``
       representation: lda          # which bundle the pipeline gives this row (not read here)
 
 A ``tune`` key is the path in the row of the value it sets: ``model.args.<arg>``,
-``objective.args.<arg>``, ``optim.args.<arg>``, ``train.<key>``; every point of
-their Cartesian product (keys in file order) is trained and scored on the
-validation fold.
+``objective.args.<arg>``, ``optim.args.<arg>``, ``train.<key>`` (not ``train.epochs``: the
+epoch cap is the ``train`` section's, the same for every row); its value is the parameter's range
+(:class:`Dimension`): a list of values to choose from, or ``{low, high}`` with ``log: true``
+(log-uniform), ``int: true`` (integers) and ``step: s`` as options. A row whose ranges are all lists
+is searched exhaustively (every point of their Cartesian product, keys in file order); a row with a
+numeric range is sampled, ``search.trials`` trials (:mod:`srdiv.train.search`).
 """
 
 from __future__ import annotations
 
 import itertools
+import math
 from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any, Sequence
 
@@ -56,6 +60,26 @@ class TrainSettings:
 
 
 @dataclass(frozen=True)
+class SearchSettings:
+    """The ``search`` section: the one budget of every trained row's search (:mod:`srdiv.train.search`).
+
+    ``trials`` per job (a row whose space is lists only, with no more points, tries each point once);
+    ``batch``: trials asked, trained (side by side where the job has threads) and told together, which
+    fixes the result whatever the number of processes; ``startup``: trials the TPE sampler draws at
+    random, and completed trials the median rule waits for; ``pruner``: ``median`` or ``halving``. The
+    epoch cap is the ``train`` section's ``epochs``."""
+
+    trials: int = 10
+    batch: int = 2
+    startup: int = 4
+    pruner: str = "halving"
+
+    @classmethod
+    def from_params(cls, params: dict) -> "SearchSettings":
+        return cls(**(params.get("search") or {}))
+
+
+@dataclass(frozen=True)
 class Component:
     """A row's ``model``, ``objective`` or ``optim``: a registry (or optimiser) name and its keywords."""
 
@@ -68,6 +92,78 @@ class Component:
         if not isinstance(entry, dict) or not entry.get("name"):
             raise ValueError(f"{where} must be {{name: ..., args: {{...}}}}, got {entry!r}")
         return cls(entry["name"], dict(entry.get("args") or {}))
+
+
+@dataclass(frozen=True)
+class Dimension:
+    """One tuned parameter's range: ``values`` (a list: a choice among them, searched exhaustively when
+    every range of the row is one), or ``low``-``high`` (uniform; ``log``: log-uniform, for learning
+    rates and weight decay; ``integer``: whole numbers, for sizes; ``step``: a lattice from ``low``)."""
+
+    values: tuple = ()
+    low: float | None = None
+    high: float | None = None
+    log: bool = False
+    integer: bool = False
+    step: float | None = None
+
+    KEYS = ("low", "high", "log", "int", "step")
+
+    @classmethod
+    def parse(cls, value: Any, where: str) -> "Dimension":
+        """A ``tune`` value: a nonempty list, or ``{low, high, log?, int?, step?}`` (``where``: its key)."""
+        if isinstance(value, list) and value:
+            return cls(values=tuple(value))
+        if not isinstance(value, dict):
+            raise ValueError(f"{where} must be a list of values or {{low: ..., high: ...}}, got {value!r}")
+        unknown = sorted(set(value) - set(cls.KEYS))
+        if unknown or "low" not in value or "high" not in value:
+            raise ValueError(f"{where} must be {{low: ..., high: ...}} with log, int or step as options, got {value!r}")
+        low, high, step = value["low"], value["high"], value.get("step")
+        log, integer = value.get("log", False), value.get("int", False)
+        numbers = [v for v in (low, high, step) if v is not None]
+        if not all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) for v in numbers) \
+                or not all(isinstance(v, bool) for v in (log, integer)):
+            raise ValueError(f"{where}: low, high, step must be finite numbers, log and int true or false; got {value!r}")
+        if not low < high:
+            raise ValueError(f"{where}: low ({low}) must be below high ({high})")
+        if log and (low <= 0 or step is not None):
+            raise ValueError(f"{where}: a log range needs low > 0 and no step, got {value!r}")
+        if step is not None and step <= 0:
+            raise ValueError(f"{where}: step must be > 0, got {step}")
+        if integer and not all(float(v).is_integer() for v in numbers):
+            raise ValueError(f"{where}: an integer range needs whole low, high and step, got {value!r}")
+        cast = int if integer else float
+        return cls(low=cast(low), high=cast(high), log=log, integer=integer,
+                   step=None if step is None else cast(step))
+
+    @property
+    def numeric(self) -> bool:
+        """A ``low``-``high`` range (not a list)."""
+        return not self.values
+
+    def ends(self) -> tuple:
+        """The values :func:`srdiv.train.job.check_rows` builds a model with: a list's every value, a
+        range's two ends."""
+        return self.values or (self.low, self.high)
+
+    def at_edge(self, value: Any) -> bool:
+        """Whether ``value`` lies at an edge of this range: a list's first or last value (of two or more),
+        the outer tenth of a range (of its log range for ``log``)."""
+        if self.values:
+            return len(self.values) > 1 and value in (self.values[0], self.values[-1])
+        scale = math.log if self.log else float
+        span = scale(self.high) - scale(self.low)
+        where = (scale(value) - scale(self.low)) / span
+        return where <= 0.1 or where >= 0.9
+
+    def describe(self) -> str:
+        """The range as the tuning table shows it (``0.0001-1 (log)``, ``10-200 (int)``, ``a, b, c``)."""
+        if self.values:
+            return ", ".join(map(str, self.values))
+        kind = [k for k, on in (("log", self.log), ("int", self.integer)) if on]
+        kind += [f"step {self.step:g}"] if self.step else []
+        return f"{self.low:g}-{self.high:g}" + (f" ({', '.join(kind)})" if kind else "")
 
 
 _TUNED = {"model.args": "model", "objective.args": "objective", "optim.args": "optim", "train": "train"}
@@ -85,6 +181,7 @@ class ModelSpec:
     optim: Component = field(default_factory=lambda: Component("adam"))
     train: TrainSettings = field(default_factory=TrainSettings)
     tune: dict = field(default_factory=dict)
+    search: SearchSettings = field(default_factory=SearchSettings)
     variant_of: str | None = None
     variant: str = ""
     representation: str | None = None
@@ -94,10 +191,44 @@ class ModelSpec:
         """The row whose trained model this one takes as ``prior``."""
         return self.model.args.get("prior")
 
+    def space(self) -> dict[str, Dimension]:
+        """The row's search space: ``{tune path: Dimension}`` in file order."""
+        return {path: Dimension.parse(value, f"models.{self.row}.tune.{path}") for path, value in self.tune.items()}
+
+    def exhaustive(self) -> bool:
+        """Whether the space is lists only (searched point by point; a row without ``tune``: one point)."""
+        return not any(dim.numeric for dim in self.space().values())
+
     def grid(self) -> list[dict[str, Any]]:
-        """Every tuning point as ``{tune path: value}`` (one empty point without ``tune``)."""
-        keys = list(self.tune)
-        return [dict(zip(keys, values)) for values in itertools.product(*(self.tune[k] for k in keys))]
+        """Every point of a lists-only space as ``{tune path: value}`` (one empty point without ``tune``)."""
+        space = self.space()
+        if not self.exhaustive():
+            raise ValueError(f"models.{self.row}.tune: a numeric range has no grid; it is sampled")
+        return [dict(zip(space, values)) for values in itertools.product(*(dim.values for dim in space.values()))]
+
+    def corners(self) -> list[dict[str, Any]]:
+        """The points :func:`srdiv.train.job.check_rows` checks: every combination of each range's
+        :meth:`Dimension.ends` (a lists-only space: its grid)."""
+        space = self.space()
+        return [dict(zip(space, values)) for values in itertools.product(*(dim.ends() for dim in space.values()))]
+
+    def paper_point(self) -> dict[str, Any]:
+        """The row's own values (its ``model.args``, ``optim.args``, ...: the paper's) of the tuned
+        parameters it gives, those that lie in their range: the search's first trial."""
+        point = {}
+        for path, dim in self.space().items():
+            head, _, name = path.rpartition(".")
+            part = getattr(self, _TUNED.get(head, "row"), None)
+            given = (vars(part) if head == "train" else part.args) if part is not None else {}
+            value = given.get(name)
+            if dim.values:
+                inside = value in dim.values
+            else:
+                inside = (isinstance(value, (int, float)) and not isinstance(value, bool)
+                          and dim.low <= value <= dim.high and (not dim.integer or float(value).is_integer()))
+            if inside:
+                point[path] = int(value) if dim.integer else value
+        return point
 
     def at(self, point: dict[str, Any]) -> "ModelSpec":
         """This spec with a tuning point applied."""
@@ -126,7 +257,8 @@ class ModelSpec:
     def from_dict(cls, saved: dict) -> "ModelSpec":
         """The inverse of :meth:`to_dict`."""
         parts = {key: Component(**saved[key]) if saved[key] else None for key in ("model", "objective", "optim")}
-        return cls(**{**saved, **parts, "train": TrainSettings(**saved["train"])})
+        return cls(**{**saved, **parts, "train": TrainSettings(**saved["train"]),
+                      "search": SearchSettings(**saved.get("search", {}))})
 
 
 def run_rows(params: dict) -> list[str]:
@@ -156,13 +288,14 @@ def model_specs(params: dict) -> dict[str, ModelSpec]:
 
 def _spec(params: dict, row: str, entry: dict) -> ModelSpec:
     """A resolved row (:func:`~srdiv.params.model_rows`) as a :class:`ModelSpec`."""
-    known = {f.name for f in fields(ModelSpec)} - {"row"} | {"samples"}     # samples: read by srdiv samples
+    known = {f.name for f in fields(ModelSpec)} - {"row", "search"} | {"samples"}     # samples: read by srdiv samples
     unknown = set(entry) - known
     if unknown or "model" not in entry:
         raise ValueError(f"models.{row}: needs 'model'; unknown keys {sorted(unknown)}")
     values = {key: Component.parse(value, f"models.{row}.{key}") if key in ("model", "objective", "optim")
               else value for key, value in entry.items()}
     values["train"] = TrainSettings.from_params(params, entry.get("train"))
+    values["search"] = SearchSettings.from_params(params)
     values.pop("samples", None)          # read by ``srdiv samples --row`` (srdiv.sampling.samples.row_overrides)
     return ModelSpec(row=row, **values)
 

@@ -223,6 +223,9 @@ def _component(key: str, name: Check, args: Check) -> Check:
     return Check(**{**check.__dict__, "what": "a mapping {name: ..., args: {...}}", "retired": retired})
 
 
+_RANGE = _record(nullable_keys=True, low=_num(), high=_num(), log=_BOOL, int=_BOOL,
+                 step=Check("number", 0, None, above=True))
+"""A ``tune`` range ``{low, high, log, int, step}`` (its sense checked by :class:`srdiv.experiment.Dimension`)."""
 _TUNABLE = _record(model=_record(args=_ARGS), objective=_record(args=_ARGS), optim=_record(args=_OPTIM_ARGS),
                    train=_record(**_TRAIN_KEYS))
 """The values a row's ``tune`` may set, by their path in the row (``model.args.lam``, ``train.epochs``)."""
@@ -261,6 +264,7 @@ SCHEMA = Check(**{**_record(
                      max_subs=_int(1), max_subs2=_int(1)),
     samples=_record(**_SAMPLE_KEYS),
     train=_record(**_TRAIN_KEYS),
+    search=_record(trials=_int(1), batch=_int(1), startup=_int(0), pruner=_str("median", "halving")),
     models=_table(_ROW),
     report=_record(
         reference=_NAME, alpha=Check("number", 0, 1, above=True, below=True), holm=_BOOL, main_measures=_list(_MEASURE), cutoff_measures=_list(_MEASURE),
@@ -325,6 +329,8 @@ def _problems(value: Any, check: Check, key: str) -> list[str]:
             leaf = _leaf(root, str(path))
             if leaf is None:
                 found.append(f"unknown path '{path}' in '{key}' (known: {', '.join(_paths(root))})")
+            elif isinstance(item, dict):        # a range {low, high, ...} (srdiv.experiment.Dimension)
+                found += _problems(item, _RANGE, f"{key}.{path}")
             else:
                 found += _problems(item, Check("list", items=_nullable(leaf, False), nonempty=True, nullable=True),
                                    f"{key}.{path}")

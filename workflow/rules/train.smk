@@ -1,4 +1,4 @@
-# train: one job per (model row, fold): tune on the validation fold, train, save the chosen model, and rank its
+# train: one job per (model row, fold): search the row's space on the validation fold (study.db), train, save the chosen model, and rank its
 # trial's test queries with it (a TREC run file) in the same process, the bundle loaded once.
 
 
@@ -15,7 +15,7 @@ def train_inputs(wildcards):
 
 def train_sections(wildcards):
     rows = [wildcards.model] + ([prior(wildcards.model)] if prior(wildcards.model) else [])
-    return ["seed", "train", "samples"] + [f"models.{r}" for row in rows for r in lineage(config, row)]
+    return ["seed", "train", "search", "samples"] + [f"models.{r}" for row in rows for r in lineage(config, row)]
 
 
 def optional_args(wildcards, input):
@@ -35,6 +35,7 @@ rule train:
         hparams=f"{MODELS}/{{model}}/fold{{fold}}/hparams.json",
         curve=f"{MODELS}/{{model}}/fold{{fold}}/curve.parquet",
         timings=f"{MODELS}/{{model}}/fold{{fold}}/timings.json",
+        study=f"{MODELS}/{{model}}/fold{{fold}}/study.db",
         run=f"{MODELS}/{{model}}/fold{{fold}}/run.txt",
         rank_timings=f"{MODELS}/{{model}}/fold{{fold}}/rank.json",
     params:

@@ -290,6 +290,7 @@ class DSSA(SubtopicAttentionRanker):
     """
 
     ARG_RANGES = {"lam": "[0, 1]"}
+    WEIGHT_ENDS = {"lam": ("the query layer alone (relevance)", "the subtopic layer alone (diversity)")}
     """Allowed intervals of the constructor's arguments (:func:`srdiv.registry.check_args`)."""
 
     def __init__(self, dims: BundleDims, *, lam: float = 0.5, **params):

@@ -96,6 +96,8 @@ class PriorModel(DiversityModel):
     """
 
     ARG_RANGES = {"lam": "[0, 1]"}
+    WEIGHT_ENDS = {"lam": ("its relevance prior alone", "the diversity term alone")}
+    """What a mixing weight at 0 and at 1 makes of the model (the tuning table says it)."""
     """Allowed intervals of the constructor's arguments (:func:`srdiv.registry.check_args`)."""
 
     sequential: ClassVar[bool] = True
@@ -132,6 +134,7 @@ class Hierarchical:
     """
 
     ARG_RANGES = {"alpha": "[0, 1]"}
+    WEIGHT_ENDS = {"alpha": ("level-2 suggestions only", "level-1 suggestions only")}
     """Allowed intervals of the constructor's arguments (:func:`srdiv.registry.check_args`)."""
 
     def __init__(self, dims: "BundleDims", prior: "ListMLE", lam: float = 0.5, alpha: float = 0.5,

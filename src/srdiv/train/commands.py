@@ -10,7 +10,7 @@ import typer
 from srdiv.options import PARAMS
 
 THREADS = typer.Option(0, help="CPU threads of the job (0: torch's default). srdiv train: a row that trains "
-                               "on the CPU trains up to this many tune points at once, a process and a thread "
+                               "on the CPU trains up to this many trials of a search batch at once, a process and a thread "
                                "each (the same models as one thread); otherwise torch's threads. One thread "
                                "per process is fastest for these small models on a busy machine.")
 

@@ -6,11 +6,13 @@ Steps (fold protocol in :mod:`srdiv.features.folds`):
    candidates, validation and test queries their top ``rank_docs``;
    :class:`~srdiv.features.bundle.FeatureScaler` is fitted on the training
    queries only and applied to all three;
-2. for every point of the row's ``tune`` grid: build the model (torch seed
-   = ``seed``), train it with its objective when it has trainable parameters
-   (:class:`~srdiv.train.trainer.Trainer`, checkpoints under ``<out>/tune/``),
-   and score it on the validation queries (official alpha-nDCG@20); the best
-   point is kept (the first one on ties);
+2. search the row's ``tune`` space (:mod:`srdiv.train.search`: an Optuna study in
+   ``<out>/study.db``); each trial builds the model at its point (torch seed
+   = ``seed``), trains it with its objective when it has trainable parameters
+   (:class:`~srdiv.train.trainer.Trainer`, checkpoints under ``<out>/tune/``,
+   pruned on its per-epoch validation score), and scores it on the validation
+   queries (official alpha-nDCG@20); the best completed trial is kept (the
+   first one on ties);
 3. :func:`rank_job` ranks the test queries with the chosen model; ``srdiv
    evaluate --fold`` scores them.
 
@@ -55,10 +57,11 @@ from srdiv.models.ranking import RunScorer, rank_bundle, resolve_device, run_fra
 from srdiv.registry import MODELS, OBJECTIVES, culprit
 from srdiv.sampling.samples import Samples
 from srdiv.train.records import check_identity, fingerprint, identity, read_record
+from srdiv.train.search import STUDY_FILE, Outcome, Planned, Pruned, Pruning, Search
 from srdiv.train.trainer import Callback, Trainer, curve_frame, trainable
 
 MODEL_FILE = "model.pt"
-OUTPUTS = ("hparams.json", "timings.json", MODEL_FILE, "curve.parquet")
+OUTPUTS = ("hparams.json", "timings.json", MODEL_FILE, "curve.parquet", STUDY_FILE)
 """Files of a finished training job, in ``<out>/`` (``rank_job`` adds ``run.txt`` and ``rank.json``)."""
 
 
@@ -93,14 +96,15 @@ def uses_gpu(spec: ModelSpec) -> bool:
 
 
 def tune_workers(spec: ModelSpec, threads: int, device: torch.device | str = "cpu") -> int:
-    """How many of a row's tune points one job trains at once with ``threads`` CPU threads: one forked
-    process per point, one torch thread each, for a row that trains on the CPU; 1 (the points one after
-    the other) for a row that trains nothing or runs on CUDA (forked processes cannot share a CUDA context).
-    The points are independent and each seeds its own model and trainer, so the chosen model is the one
-    of a single thread whatever the number (tests/test_harness.py)."""
+    """How many of a row's trials one job trains at once with ``threads`` CPU threads: one forked
+    process per trial of a batch (``search.batch``), one torch thread each, for a row that trains on the
+    CPU; 1 (the trials one after the other) for a row that trains nothing or runs on CUDA (forked
+    processes cannot share a CUDA context). A trial's sampler and pruner see only the trials of earlier
+    batches, so the chosen model is the one of a single thread whatever the number
+    (:mod:`srdiv.train.search`, tests/test_search.py)."""
     if spec.objective is None or torch.device(device).type != "cpu":
         return 1
-    return max(1, min(threads, len(spec.grid())))
+    return max(1, min(threads, spec.search.batch))
 
 
 def check_rows(params: dict, rows: Sequence[str], where: str | Sequence[str | Path] = "params.yaml") -> None:
@@ -129,6 +133,7 @@ def check_rows(params: dict, rows: Sequence[str], where: str | Sequence[str | Pa
             return InputError(source, f"models.{row}.{key}: {err.args[0] if err.args else err}")
         try:
             spec = model_spec(params, row)
+            corners = spec.corners()        # the space parses (a bad range names its key)
             model = MODELS.get(spec.model.name)
             objective = OBJECTIVES.get(spec.objective.name) if spec.objective else None
         except (KeyError, ValueError) as err:
@@ -142,7 +147,7 @@ def check_rows(params: dict, rows: Sequence[str], where: str | Sequence[str | Pa
             if unknown:
                 raise InputError(source, f"models.{row}.{section}.args: {cls.__name__ if cls else 'no objective'} "
                                          f"takes no {', '.join(unknown)} (it takes {', '.join(sorted(known)) or 'none'})")
-        for point in spec.grid():
+        for point in corners:
             at = spec.at(point)
             try:
                 check_args(model, {k: v for k, v in at.model.args.items() if k != "prior"})
@@ -270,7 +275,8 @@ class FoldData:
 
 @dataclass
 class TunedPoint:
-    """One grid point after training: its spec, validation score, model weights (on the CPU) and learning curve."""
+    """One trial after training: its point, spec, validation score, model weights (on the CPU; none for
+    a pruned trial) and learning curve."""
 
     point: dict
     spec: ModelSpec
@@ -279,13 +285,26 @@ class TunedPoint:
     state: dict
     curve: pd.DataFrame
     diverged: int = 0
+    number: int = 0
+    pruned_at: int = 0
 
-    def summary(self) -> dict:
-        """The point's record in ``hparams.json``'s ``grid``: a point that diverged says in which epoch, and
-        has no score (``valid`` null) if it diverged before its first validation."""
-        record = {"point": self.point, "valid": self.valid if math.isfinite(self.valid) else None,
-                  "best_epoch": self.best_epoch, "epochs": len(self.curve)}
-        return {**record, "diverged": self.diverged} if self.diverged else record
+    def info(self) -> dict:
+        """What the study keeps of the trial beside its scores (its user attributes)."""
+        info = {"best_epoch": self.best_epoch, "epochs": len(self.curve),
+                "best_valid": self.valid if math.isfinite(self.valid) else None}
+        return {**info, "diverged": self.diverged} if self.diverged else info
+
+
+def trial_summary(trial) -> dict:
+    """A trial's record in ``hparams.json``'s ``grid``: number, point, state (complete, pruned, failed),
+    best validation score (``valid``; null if it diverged before its first validation), best epoch,
+    epochs trained, and the epoch it was pruned at or diverged in."""
+    attrs = trial.user_attrs
+    record = {"number": trial.number, "point": dict(trial.params), "state": trial.state.name.lower(),
+              "valid": attrs.get("best_valid"), "best_epoch": attrs.get("best_epoch", 0),
+              "epochs": attrs.get("epochs", 0)}
+    extra = {key: attrs[key] for key in ("pruned_at", "diverged") if attrs.get(key)}
+    return {**record, **extra}
 
 
 def run_job(spec: ModelSpec, bundle: Bundle, collection: Collection, fold: int, out: str | Path, seed: int = 0,
@@ -295,10 +314,11 @@ def run_job(spec: ModelSpec, bundle: Bundle, collection: Collection, fold: int, 
 
     ``reuse``: another job directory (a study passes the main run's); when it holds this very model
     (:func:`reuse_job`), that is copied instead of training again. ``threads``: CPU threads the job may
-    use; a row training on the CPU trains up to that many tune points at once (:func:`tune_workers`).
+    use; a row training on the CPU trains up to that many trials at once (:func:`tune_workers`).
 
-    Outputs: ``hparams.json`` (chosen point, its validation score, every grid
-    point's), ``timings.json`` (``train_seconds`` over the whole grid: this sitting's wall time plus
+    Outputs: ``hparams.json`` (chosen point, its validation score, every trial in ``grid``
+    (:func:`trial_summary`), the ``search``), ``study.db`` (the Optuna study; a rerun after an
+    interruption continues it), ``timings.json`` (``train_seconds`` over the whole search: this sitting's wall time plus
     the recorded seconds of the epochs earlier sittings ran, ``restored_epochs`` of them),
     ``model.pt`` (:class:`Trained`), ``curve.parquet`` (``epoch, loss, valid,
     seconds`` of the chosen point; empty when nothing was trained). Returns
@@ -330,35 +350,70 @@ def run_job(spec: ModelSpec, bundle: Bundle, collection: Collection, fold: int, 
               "bundle": bundle_fp, "data": inputs}
     if reuse is not None and (hparams := reuse_job(Path(reuse), record, out)) is not None:
         return hparams
-    grid = spec.grid()
-    for point in grid:              # what the constructors check (DESA: heads divide d_model), before any training
+    for point in spec.corners():    # what the constructors check (DESA: heads divide d_model), before any training
         try:
             build_model(spec.at(point), data.valid.dims, prior_model)
         except (TypeError, ValueError, RuntimeError) as err:
             raise InputError("--model", f"row {spec.row} at {point or 'its settings'}: {err}") from None
+    search = Search(spec, out / "tune" / STUDY_FILE, seed, key=_fingerprint(spec, seed, fold, inputs))
 
-    def tune(i: int) -> tuple[TunedPoint, int, float]:
-        """Point ``i`` of the grid, trained (or only validated), and the epochs and seconds it restored."""
-        point_spec = spec.at(grid[i])
+    def tune(planned: Planned) -> tuple[TunedPoint, Outcome, int, float]:
+        """A trial, trained (or only validated): its point, its outcome, the epochs and seconds it restored."""
+        i, point_spec = planned.number, spec.at(planned.point)
         torch.manual_seed(seed)
         model = build_model(point_spec, data.valid.dims, prior_model).to(device)
         if not (point_spec.objective and trainable(model)):
-            return TunedPoint(grid[i], point_spec, validate(model), 0, _cpu_state(model), curve_frame([])), 0, 0.0
+            valid = validate(model)
+            tuned = TunedPoint(planned.point, point_spec, valid, 0, _cpu_state(model), curve_frame([]), number=i)
+            return tuned, Outcome(valid, {}, info=tuned.info()), 0, 0.0
         objective = OBJECTIVES.get(point_spec.objective.name)(**point_spec.objective.args)
         objective.samples = samples
+        pruning = Pruning(planned.earlier, spec.search, last=point_spec.train.epochs)
         trainer = Trainer(point_spec.train, point_spec.optim, device, seed, out / "tune" / f"point{i}.pt",
                           _fingerprint(point_spec, seed, fold, inputs), callbacks, progress,
-                          desc=f"{spec.row} fold{fold} point {i + 1}/{len(grid)}")
-        fit = trainer.fit(model, objective, data.train, validate)
-        return (TunedPoint(grid[i], point_spec, fit.valid, fit.epoch, _cpu_state(model), fit.curve, fit.diverged),
-                fit.restored_epochs, fit.restored_seconds)
+                          desc=f"{spec.row} fold{fold} trial {i + 1}/{search.n_trials}", monitors=[pruning])
+        try:
+            fit = trainer.fit(model, objective, data.train, validate)
+        except Pruned as stop:
+            curve = curve_frame([{"epoch": e, "loss": math.nan, "valid": v, "seconds": math.nan}
+                                 for e, v in sorted(pruning.values.items())])
+            tuned = TunedPoint(planned.point, point_spec, max(pruning.values.values()),
+                               max(pruning.values, key=pruning.values.get), {}, curve, number=i, pruned_at=stop.epoch)
+            info = {**tuned.info(), "pruned_at": stop.epoch}
+            return tuned, Outcome(pruning.values[stop.epoch], pruning.values, stop.epoch, pruning.attrs, info), 0, 0.0
+        tuned = TunedPoint(planned.point, point_spec, fit.valid, fit.epoch, _cpu_state(model), fit.curve, fit.diverged,
+                           number=i)
+        outcome = Outcome(fit.valid, pruning.values, 0, pruning.attrs, tuned.info())
+        return tuned, outcome, fit.restored_epochs, fit.restored_seconds
 
     workers = tune_workers(spec, threads, device)
-    results = in_processes(tune, len(grid), workers) if workers > 1 else [tune(i) for i in range(len(grid))]
-    tuned = [t for t, _, _ in results]
-    restored_epochs, restored_seconds = sum(r for _, r, _ in results), sum(s for _, _, s in results)
+    tuned: dict[int, TunedPoint] = {}
+    restored = [0, 0.0]
+
+    def run_batch(batch: list[Planned]) -> list[Outcome]:
+        results = in_processes(lambda k: tune(batch[k]), len(batch), workers) if workers > 1 and len(batch) > 1 \
+            else [tune(planned) for planned in batch]
+        for point, _, epochs, seconds in results:
+            tuned[point.number] = point
+            restored[0] += epochs
+            restored[1] += seconds
+        return [outcome for _, outcome, _, _ in results]
+
+    try:
+        trials = search.run(run_batch)
+    except InputError:
+        search.discard_if_new()
+        raise
+    chosen = search.best()
+    if chosen is None:
+        raise InputError("--model", f"row {spec.row} fold {fold}: every trial ended with a validation score that is "
+                                    "not finite (NaN or infinite): it diverged; lower the learning rate")
+    if chosen.number not in tuned:          # trained in an earlier sitting: its weights are in its checkpoint
+        point, _, _, _ = tune(Planned(chosen.number, dict(chosen.params), search.earlier(chosen.number)))
+        tuned[chosen.number] = point
+    restored_epochs, restored_seconds = restored
     train_seconds = time.perf_counter() - start + restored_seconds
-    best = max(tuned, key=lambda t: t.valid if math.isfinite(t.valid) else -math.inf)  # the first of equals
+    best = tuned[chosen.number]
     trained = Trained(best.spec, data.valid.dims, best.state, data.scaler, prior, record)
     bad = trained.non_finite() if math.isfinite(best.valid) else "validation score"
     if bad:
@@ -367,13 +422,16 @@ def run_job(spec: ModelSpec, bundle: Bundle, collection: Collection, fold: int, 
 
     hparams = {**record, "seed": seed, "chosen": best.point,
                "valid_measure": settings.valid_measure, "valid": best.valid,
-               "grid": [t.summary() for t in tuned], "spec": best.spec.to_dict()}
-    timings = {"train_seconds": train_seconds, "restored_epochs": restored_epochs, "tune_points": len(grid),
+               "grid": [trial_summary(t) for t in trials], "search": search.summary(), "spec": best.spec.to_dict()}
+    timings = {"train_seconds": train_seconds, "restored_epochs": restored_epochs, "tune_points": len(trials),
                "tune_workers": workers,
                "device": str(device), "commit": git_commit()}
     write_text(json.dumps(hparams, indent=2, default=_jsonable) + "\n", out / "hparams.json")
     write_text(json.dumps(timings, indent=2) + "\n", out / "timings.json")
     write_parquet(best.curve, out / "curve.parquet")
+    search.storage.remove_session()
+    with atomic_path(out / STUDY_FILE) as tmp:
+        shutil.copyfile(out / "tune" / STUDY_FILE, tmp)
     trained.save(out / MODEL_FILE)
     shutil.rmtree(out / "tune", ignore_errors=True)
     return hparams
@@ -446,11 +504,11 @@ def reuse_job(source: Path, record: dict, out: Path) -> dict | None:
         if identity(hparams) != record:
             return None
         trained = Trained.load(source)
-        for name in ("hparams.json", "curve.parquet"):
+        for name in ("hparams.json", "curve.parquet", STUDY_FILE):
             verify(source / name, name, required=True)
     except (InputError, OSError):
         return None
-    for name in ("hparams.json", "curve.parquet"):
+    for name in ("hparams.json", "curve.parquet", STUDY_FILE):
         with atomic_path(out / name) as tmp:
             shutil.copyfile(source / name, tmp)
     write_text(json.dumps({**timings, "reused_from": str(source)}, indent=2) + "\n", out / "timings.json")

@@ -39,7 +39,9 @@ from srdiv.params import OPTIMIZERS
 CURVE_COLUMNS = ["epoch", "loss", "valid", "seconds"]
 
 Callback = Callable[[int, dict], None]
-"""Called after each epoch's checkpoint with ``(epoch, curve record)``; may raise to stop training."""
+"""Called after each epoch's checkpoint with ``(epoch, curve record)``; may raise to stop training.
+A trainer's ``monitors`` are called the same way for every epoch, those a resumed run restored
+included (first, in order): a decision they take on the curve (pruning) is the same after a resume."""
 
 
 def make_optimizer(parameters, optim: Component) -> torch.optim.Optimizer:
@@ -84,7 +86,8 @@ class Trainer:
 
     def __init__(self, settings: TrainSettings, optim: Component, device: torch.device, seed: int = 0,
                  checkpoint: str | Path | None = None, fingerprint: str = "",
-                 callbacks: Sequence[Callback] = (), progress: bool | None = None, desc: str = "train"):
+                 callbacks: Sequence[Callback] = (), progress: bool | None = None, desc: str = "train",
+                 monitors: Sequence[Callback] = ()):
         self.settings = settings
         self.optim = optim
         self.device = device
@@ -92,6 +95,7 @@ class Trainer:
         self.checkpoint = Path(checkpoint) if checkpoint else None
         self.fingerprint = fingerprint
         self.callbacks = list(callbacks)
+        self.monitors = list(monitors)
         self.progress = progress
         self.desc = desc
 
@@ -115,6 +119,9 @@ class Trainer:
                 torch.cuda.set_rng_state_all(saved["cuda_rng"])
             state = saved["state"]
         n_restored = len(state["curve"])   # epochs an earlier sitting ran
+        for record in state["curve"]:
+            for monitor in self.monitors:
+                monitor(record["epoch"], record)
         epochs = self.settings.epochs
         bar = tqdm(total=epochs, initial=state["epoch"], desc=self.desc, leave=False,
                    disable=None if self.progress is None else not self.progress)
@@ -146,7 +153,7 @@ class Trainer:
                 best = " (best)" if state["best_epoch"] == epoch else ""
                 print(f"{self.desc} epoch {epoch}/{epochs}: loss {loss:.4f}, valid {valid:.4f}{best}, "
                       f"{record['seconds']:.1f} s", file=sys.stderr, flush=True)
-            for callback in self.callbacks:
+            for callback in self.monitors + self.callbacks:
                 callback(epoch, record)
         bar.close()
         model.load_state_dict(state["best_state"])
