@@ -954,3 +954,30 @@ def test_every_command_over_a_non_utf8_path(workspace, tmp_path, name):
     lines = [line for line in err.splitlines() if line.strip() and not line.startswith(("note:", "warning:"))]
     assert "Traceback" not in err, err[-3000:]
     assert code == 0 or (code == 2 and len(lines) == 1 and lines[0].startswith("error: ")), err[-3000:]
+
+
+def test_a_file_git_changed_is_replaced_a_hand_change_is_not(tmp_path):
+    """An output srdiv wrote and git then changed (a pull or a merge, committed) may be written again: git holds
+    what it replaces. The same change made by hand and not committed is refused, and the file kept."""
+    import subprocess
+
+    from srdiv.io import InputError, write_text
+
+    def git(*args):
+        subprocess.run(["git", "-C", str(tmp_path), "-c", "user.name=t", "-c", "user.email=t@t", *args],
+                       check=True, capture_output=True)
+
+    git("init", "-q")
+    out = tmp_path / "dvc.yaml"
+    write_text("stages: {}\n", out)
+    git("add", "dvc.yaml")
+    git("commit", "-qm", "srdiv wrote it")
+    out.write_text("stages: {pulled: {}}\n")
+    git("commit", "-qam", "a pull changed it")
+    write_text("stages: {again: {}}\n", out)                # git holds the replaced content
+    assert out.read_text() == "stages: {again: {}}\n"
+    git("commit", "-qam", "written again")
+    out.write_text("stages: {mine: {}}\n")                  # by hand, not committed
+    with pytest.raises(InputError, match="was changed since srdiv wrote it"):
+        write_text("stages: {}\n", out)
+    assert out.read_text() == "stages: {mine: {}}\n"

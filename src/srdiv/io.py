@@ -135,7 +135,7 @@ def _locked(folder: Path) -> Iterator[None]:
 def claim(path: str | os.PathLike, legacy: Callable[[Path], bool] | None = None) -> None:
     """Refuse to replace ``path`` unless srdiv wrote what lies there: its directory's manifest records
     ``path`` with the digest of its present content (so a file a user wrote, or changed since, is
-    never replaced); for a directory, every file in it (:func:`_claim_dir`). ``legacy``: whether an
+    never replaced, unless git holds the changed file as it is: a pull changed it); for a directory, every file in it (:func:`_claim_dir`). ``legacy``: whether an
     unrecorded ``path`` is an output of an srdiv without manifests, recognised by its content (a
     results README, a ``dvc.yaml``; for a directory, see :func:`_claim_dir`).
     """
@@ -150,7 +150,7 @@ def claim(path: str | os.PathLike, legacy: Callable[[Path], bool] | None = None)
     if recorded is None:
         raise InputError(path, "exists and srdiv did not write it; srdiv never replaces a file it did not write: "
                                "move it away or choose another output path")
-    if digest(path) not in recorded:
+    if digest(path) not in recorded and not committed(path):     # changed by git (a pull): git brings it back
         raise InputError(path, "was changed since srdiv wrote it; srdiv never replaces a file it did not write: "
                                "move it away or choose another output path")
 
