@@ -401,7 +401,7 @@ def run_job(spec: ModelSpec, bundle: Bundle, collection: Collection, fold: int, 
 
     try:
         trials = search.run(run_batch)
-    except InputError:
+    except (Exception, SystemExit):     # bad input, or a user's component that raised or called sys.exit
         search.discard_if_new()
         raise
     chosen = search.best()
