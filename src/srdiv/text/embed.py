@@ -279,13 +279,33 @@ MODEL_FILES = {"doc2vec": "doc2vec.model", "lda": "lda.model", "tfidf": "tfidf.m
 
 
 def save_model(model, out_dir: Path, name: str) -> None:
-    """gensim ``save`` into a temporary folder, then move every file into ``out_dir`` (all or nothing)."""
+    """gensim ``save`` into a temporary folder, then move every file into ``out_dir`` (all or nothing).
+
+    gensim pickles an event log with each object (``lifecycle_events``: the date, the machine's platform,
+    the training's seconds and words per second, the temporary file's name); it is switched off first,
+    so the same training writes the same bytes on any machine."""
     import tempfile
 
+    _without_event_log(model)
     with tempfile.TemporaryDirectory(prefix=".save-", dir=out_dir) as tmp:
         model.save(str(Path(tmp) / name))
         for file in sorted(Path(tmp).iterdir()):
             os.replace(file, out_dir / file.name)
+
+
+def _without_event_log(model) -> None:
+    """Set ``lifecycle_events`` to None (gensim then records none) on ``model`` and on every gensim object it
+    holds (a doc2vec model's word and document vectors, an LDA model's dictionary and state)."""
+    from gensim.utils import SaveLoad
+
+    todo, seen = [model], set()
+    while todo:
+        obj = todo.pop()
+        if id(obj) in seen:
+            continue
+        seen.add(id(obj))
+        obj.lifecycle_events = None
+        todo.extend(value for value in vars(obj).values() if isinstance(value, SaveLoad))
 
 
 def load_model(embed_dir: str | os.PathLike, kind: str):
