@@ -2,7 +2,8 @@
 # A single-node SLURM cluster on this machine, for the tests (make slurm-smoke): munge, slurmctld and slurmd
 # from Debian's packages (slurmctld slurmd slurm-client munge), run as root in the foreground (-D) in the
 # background, without systemd or cgroups, with the configuration in workflow/slurm-test/slurm.conf.in and
-# every state, log and pid file in one directory.
+# every state, log and pid file in one directory (the configuration is also copied to /etc/slurm/slurm.conf,
+# where a job's own srun looks, and removed again; a slurm.conf of another cluster there stops the script).
 #
 #   scripts/slurm_cluster.sh run DIR CMD...   start the cluster in DIR, run CMD with SLURM_CONF set (sbatch,
 #                                             squeue and Snakemake's executor plugin talk to the cluster),
@@ -16,6 +17,7 @@ set -euo pipefail
 HERE="$(cd "$(dirname "$0")/.." && pwd)"
 TEMPLATE="$HERE/workflow/slurm-test/slurm.conf.in"
 PORT="${SLURM_TEST_PORT:-6817}"      # slurmctld; slurmd listens on the next port
+ETC_CONF=/etc/slurm/slurm.conf       # where SLURM's commands look when SLURM_CONF is not set
 
 die() { echo "slurm_cluster.sh: $*" >&2; exit 3; }
 
@@ -33,6 +35,13 @@ start() {
   sed -e "s|@HOST@|$(hostname -s)|g" -e "s|@PORT@|$PORT|g" -e "s|@DPORT@|$((PORT + 1))|g" \
       -e "s|@STATE@|$state|g" -e "s|@CPUS@|$cpus|g" -e "s|@MEM@|$mem|g" "$TEMPLATE" > "$state/slurm.conf"
   export SLURM_CONF="$state/slurm.conf"
+  # a job's own srun (Snakemake's jobstep plugin) runs with no SLURM_* variables, so it reads the default
+  # path: the configuration goes there too, unless a real cluster's is there
+  if [ -f "$ETC_CONF" ] && ! grep -qx "ClusterName=srdiv-test" "$ETC_CONF"; then
+    die "$ETC_CONF is another cluster's configuration: not replaced"
+  fi
+  mkdir -p "$(dirname "$ETC_CONF")"
+  cp "$state/slurm.conf" "$ETC_CONF"
 
   [ -f "$state/munge.key" ] || mungekey --create --keyfile="$state/munge.key"
   chmod 600 "$state/munge.key"
@@ -70,6 +79,7 @@ stop() {
     fi
     rm -f "$pidfile"
   done
+  if [ -f "$ETC_CONF" ] && cmp -s "$ETC_CONF" "$state/slurm.conf"; then rm -f "$ETC_CONF"; fi
 }
 
 case "${1:-}" in

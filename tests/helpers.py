@@ -2,6 +2,8 @@
 session fixtures."""
 
 import json
+import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -22,6 +24,17 @@ TREC_WEB = ROOT / "data" / "external" / "trec-web-2009-2012"
 
 DSSA_SAMPLE = FIXTURES / "dssa-sample"
 """The DSSA feature release's 13-topic sample and its collection."""
+
+def copy_project(dest: Path) -> None:
+    """The project as a fresh clone has it (tracked and not-ignored files) copied into ``dest``."""
+    files = subprocess.run(["git", "ls-files", "-co", "--exclude-standard"], capture_output=True, text=True,
+                           cwd=ROOT, check=True).stdout.split()
+    for name in files:
+        src = ROOT / name
+        if src.is_file():
+            (dest / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(src, dest / name)
+
 
 needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
 """Marks a test (or a ``pytest.param``) that runs only where torch sees a CUDA device; CI has none."""

@@ -1,0 +1,95 @@
+"""DVC as a user meets it: a pipeline's status in a few lines (scripts/dvc_status.py, make dvc-status), a
+directory remote (make dvc-remote) that a pipeline's outputs are pushed to and pulled from, and the
+`embed` stage's output the same bytes when built in two fresh clones."""
+
+import importlib.util
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from helpers import BIN, ROOT, copy_project
+
+spec = importlib.util.spec_from_file_location("dvc_status", ROOT / "scripts" / "dvc_status.py")
+dvc_status = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(dvc_status)
+
+SMOKE = "pipelines/smoke/dvc.yaml"
+BUILT = ("work/wordnet-div-smoke/collection", "work/wordnet-div-smoke/embed")
+"""The outputs of the smoke pipeline's first two stages (collection, embed), which the slow test builds."""
+
+
+def test_status_groups_stages_by_why_they_are_stale():
+    status = {
+        "dvc.yaml:embed": [{"changed deps": {"src/srdiv/text": "modified"}}, {"changed outs": {"work/e": "deleted"}}],
+        "dvc.yaml:features_diversity": [{"changed outs": {"work/f.parquet": "deleted"}}],
+        "dvc.yaml:bundle@lda": [{"changed outs": {"work/b.npz": "deleted"}}],
+        "dvc.yaml:train@DSSA-1": [{"changed deps": {"params.yaml": {"models.DSSA-1": "modified"}}}],
+        "dvc.yaml:report": ["always changed"],
+    }
+    lines = dvc_status.summary("dvc.yaml", status, total=9)
+    assert lines[0] == "dvc.yaml: 9 stages, 5 stale, 4 up to date"
+    assert lines[1] == "  2 stale (outputs missing): features_diversity, bundle@lda"
+    assert "  1 stale (code or data modified: src/srdiv/text; outputs missing): embed" in lines
+    assert "  1 stale (params changed: params.yaml:models.DSSA-1): train@DSSA-1" in lines
+    assert "  1 stale (always changed): report" in lines
+    assert lines[-1].startswith("  outputs missing: `dvc pull`")
+    assert dvc_status.summary("dvc.yaml", {}, total=3) == ["dvc.yaml: 3 stages, 0 stale, 3 up to date"]
+
+
+def test_status_names_a_few_stages_and_counts_the_rest():
+    status = {f"train@R{i}": [{"changed outs": {f"o{i}": "modified"}}] for i in range(7)}
+    assert dvc_status.summary("p.yaml", status, 7)[1] == "  7 stale (outputs modified): train@R0, train@R1, train@R2, train@R3 (+3 more)"
+
+
+def _run(cmd: list[str], cwd: Path, env: dict) -> str:
+    out = subprocess.run(cmd, capture_output=True, text=True, cwd=cwd, env=env)
+    assert out.returncode == 0, f"{' '.join(cmd)}:\n{out.stdout[-3000:]}\n{out.stderr[-3000:]}"
+    return out.stdout + out.stderr
+
+
+def _contents(root: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(root)): p.read_bytes() for name in BUILT for p in sorted((root / name).rglob("*"))
+            if p.is_file()}
+
+
+def _fresh_clone(dest: Path, env: dict) -> Path:
+    copy_project(dest)
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t"]
+    for args in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "clone"]):
+        _run(git + args, dest, env)
+    return dest
+
+
+@pytest.mark.slow
+def test_push_pull_through_a_directory_remote_and_embed_reproduces(tmp_path):
+    env = {**os.environ, "PATH": f"{BIN}:{os.environ['PATH']}"}
+    dvc, make = str(BIN / "dvc"), ["make", "-o", str(BIN.parent / ".srdiv-installed"), f"VENV={BIN.parent}"]
+    first = _fresh_clone(tmp_path / "first", env)
+    remote = tmp_path / "shared" / "srdiv-cache"
+    _run(make + ["dvc-remote", f"DIR={remote}"], first, env)
+    assert f"url = {remote}" in (first / ".dvc/config").read_text()
+    _run([dvc, "repro", f"{SMOKE}:embed"], first, env)                 # collection, then embed
+    built = _contents(first)
+    assert "work/wordnet-div-smoke/embed/doc2vec.model" in built and "work/wordnet-div-smoke/collection/qrels.parquet" in built
+
+    pushed = _run([dvc, "push", SMOKE], first, env)
+    assert remote.is_dir() and any(remote.rglob("*")), pushed
+    shutil.rmtree(first / ".dvc/cache")
+    for name in BUILT:
+        shutil.rmtree(first / name)
+    _run([dvc, "pull", SMOKE], first, env)
+    assert _contents(first) == built
+    assert "Data and pipelines are up to date" in _run([dvc, "status", f"{SMOKE}:embed"], first, env)
+    status = _run(make + ["dvc-status", f"PIPELINE={SMOKE}"], first, env)
+    assert re.search(rf"^{SMOKE}: \d+ stages, \d+ stale, 2 up to date$", status, re.M), status
+
+    # the embed stage built again in another fresh clone: the same bytes, so the same hash in the lock
+    second = _fresh_clone(tmp_path / "second", env)
+    _run([dvc, "repro", f"{SMOKE}:embed"], second, env)
+    again = _contents(second)
+    assert sorted(again) == sorted(built)
+    assert [name for name in built if again[name] != built[name]] == []
