@@ -25,9 +25,15 @@ def _names(items: list[str]) -> str:
     return ", ".join(items[:SHOWN]) + more
 
 
-def reasons(entries: list) -> tuple[str, ...]:
-    """One stage's ``dvc status`` entries as short reasons: ``code or data changed: a, b``, ``params
-    changed: params.yaml:train``, ``outputs missing``, ``outputs changed``, ``command changed``."""
+def _made_here(path: str, outs: set[str]) -> bool:
+    """Whether ``path`` is an output of a stage of the pipeline, or a directory of such outputs, or in one."""
+    return any(path == out or out.startswith(path + "/") or path.startswith(out + "/") for out in outs)
+
+
+def reasons(entries: list, outs: set[str]) -> tuple[str, ...]:
+    """One stage's ``dvc status`` entries as short reasons: ``code or data modified: a, b``, ``params
+    changed: params.yaml:train``, ``inputs from stages above missing`` (a changed dep that a stage of the
+    pipeline makes: ``outs``), ``outputs missing``, ``outputs modified``, ``changed command``."""
     found: dict[str, set[str]] = defaultdict(set)
     for entry in entries:
         if isinstance(entry, str):                  # "always changed"
@@ -38,6 +44,8 @@ def reasons(entries: list) -> tuple[str, ...]:
                 for path, state in changes.items():
                     if isinstance(state, dict):     # a params file: {key: state}
                         found["params changed"].update(f"{path}:{key}" for key in state)
+                    elif _made_here(path, outs):
+                        found[f"inputs from stages above {'missing' if state == 'deleted' else state}"].add("")
                     else:
                         found[f"code or data {state}"].add(path)
             elif kind == "changed outs":
@@ -48,14 +56,23 @@ def reasons(entries: list) -> tuple[str, ...]:
     return tuple(f"{kind}: {_names(sorted(paths))}" if paths - {""} else kind for kind, paths in sorted(found.items()))
 
 
-def summary(pipeline: str, status: dict, total: int) -> list[str]:
-    """The lines printed for ``status`` (``Repo.status``'s answer) of ``total`` stages."""
+def _stages(names: list[str]) -> str:
+    """Stage names by their group (``train@DSSA-1`` and ``train@DSSA-2``: ``train (2)``)."""
+    groups: dict[str, int] = defaultdict(int)
+    for name in names:
+        groups[name.split(":")[-1].split("@")[0]] += 1
+    return _names([f"{group} ({count})" if count > 1 else group for group, count in groups.items()])
+
+
+def summary(pipeline: str, status: dict, total: int, outs: set[str] = frozenset()) -> list[str]:
+    """The lines printed for ``status`` (``Repo.status``'s answer) of ``total`` stages whose outputs are
+    ``outs`` (paths as the stages name them)."""
     groups: dict[tuple[str, ...], list[str]] = defaultdict(list)
     for stage, entries in status.items():
-        groups[reasons(entries)].append(stage.split(":")[-1])
+        groups[reasons(entries, outs)].append(stage)
     lines = [f"{pipeline}: {total} stages, {len(status)} stale, {total - len(status)} up to date"]
     for why, stages in sorted(groups.items(), key=lambda item: -len(item[1])):
-        lines.append(f"  {len(stages)} stale ({'; '.join(why)}): {_names(stages)}")
+        lines.append(f"  {len(stages)} stale ({'; '.join(why)}): {_stages(stages)}")
     if any("outputs missing" in why for why in groups):
         lines.append("  outputs missing: `dvc pull` brings them from a remote (make dvc-remote), `dvc repro` builds them")
     return lines
@@ -69,9 +86,10 @@ def main(argv: list[str]) -> int:
         print(f"{pipeline}: no such pipeline file", file=sys.stderr)
         return 2
     with Repo(".") as repo:
-        total = len(repo.stage.collect(pipeline))
+        stages = repo.stage.collect(pipeline)
+        outs = {out.def_path for stage in stages for out in stage.outs}
         status = repo.status(targets=[pipeline])
-    print("\n".join(summary(pipeline, status, total)))
+    print("\n".join(summary(pipeline, status, len(stages), outs)))
     return 0
 
 

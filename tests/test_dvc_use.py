@@ -25,24 +25,27 @@ BUILT = ("work/wordnet-div-smoke/collection", "work/wordnet-div-smoke/embed")
 def test_status_groups_stages_by_why_they_are_stale():
     status = {
         "dvc.yaml:embed": [{"changed deps": {"src/srdiv/text": "modified"}}, {"changed outs": {"work/e": "deleted"}}],
-        "dvc.yaml:features_diversity": [{"changed outs": {"work/f.parquet": "deleted"}}],
-        "dvc.yaml:bundle@lda": [{"changed outs": {"work/b.npz": "deleted"}}],
+        "dvc.yaml:features_diversity": [{"changed deps": {"work/e": "deleted"}},
+                                        {"changed outs": {"work/f.parquet": "deleted"}}],
+        "dvc.yaml:bundle@lda": [{"changed deps": {"work/e": "deleted"}}, {"changed outs": {"work/b/lda.npz": "not in cache"}}],
+        "dvc.yaml:bundle@doc2vec": [{"changed deps": {"work/e": "deleted"}}, {"changed outs": {"work/b/d.npz": "deleted"}}],
         "dvc.yaml:train@DSSA-1": [{"changed deps": {"params.yaml": {"models.DSSA-1": "modified"}}}],
-        "dvc.yaml:report": ["always changed"],
+        "dvc.yaml:report": [{"changed deps": {"work/b": "modified"}}, "always changed"],
     }
-    lines = dvc_status.summary("dvc.yaml", status, total=9)
-    assert lines[0] == "dvc.yaml: 9 stages, 5 stale, 4 up to date"
-    assert lines[1] == "  2 stale (outputs missing): features_diversity, bundle@lda"
+    outs = {"work/e", "work/f.parquet", "work/b/lda.npz", "work/b/d.npz", "work/m/run.txt"}
+    lines = dvc_status.summary("dvc.yaml", status, total=9, outs=outs)
+    assert lines[0] == "dvc.yaml: 9 stages, 6 stale, 3 up to date"
+    assert lines[1] == "  3 stale (inputs from stages above missing; outputs missing): features_diversity, bundle (2)"
     assert "  1 stale (code or data modified: src/srdiv/text; outputs missing): embed" in lines
-    assert "  1 stale (params changed: params.yaml:models.DSSA-1): train@DSSA-1" in lines
-    assert "  1 stale (always changed): report" in lines
+    assert "  1 stale (params changed: params.yaml:models.DSSA-1): train" in lines
+    assert "  1 stale (always changed; inputs from stages above modified): report" in lines   # work/b: a dir of outputs
     assert lines[-1].startswith("  outputs missing: `dvc pull`")
     assert dvc_status.summary("dvc.yaml", {}, total=3) == ["dvc.yaml: 3 stages, 0 stale, 3 up to date"]
 
 
-def test_status_names_a_few_stages_and_counts_the_rest():
-    status = {f"train@R{i}": [{"changed outs": {f"o{i}": "modified"}}] for i in range(7)}
-    assert dvc_status.summary("p.yaml", status, 7)[1] == "  7 stale (outputs modified): train@R0, train@R1, train@R2, train@R3 (+3 more)"
+def test_status_names_a_few_stage_groups_and_counts_the_rest():
+    status = {f"{group}@R{i}": [{"changed outs": {f"o{i}": "modified"}}] for i in range(2) for group in "abcdef"}
+    assert dvc_status.summary("p.yaml", status, 12)[1] == "  12 stale (outputs modified): a (2), b (2), c (2), d (2) (+2 more)"
 
 
 def _run(cmd: list[str], cwd: Path, env: dict) -> str:
