@@ -15,7 +15,7 @@
 # the reason is on stderr.
 set -euo pipefail
 HERE="$(cd "$(dirname "$0")/.." && pwd)"
-TEMPLATE="$HERE/workflow/slurm-test/slurm.conf.in"
+TEMPLATE="$HERE/workflow/slurm-test/slurm.conf.in"      # and gres.conf beside it
 PORT="${SLURM_TEST_PORT:-6817}"      # slurmctld; slurmd listens on the next port
 ETC_CONF=/etc/slurm/slurm.conf       # where SLURM's commands look when SLURM_CONF is not set
 
@@ -34,6 +34,8 @@ start() {
   mem="$(awk '/^MemTotal/ {print int($2 / 1024)}' /proc/meminfo)"
   sed -e "s|@HOST@|$(hostname -s)|g" -e "s|@PORT@|$PORT|g" -e "s|@DPORT@|$((PORT + 1))|g" \
       -e "s|@STATE@|$state|g" -e "s|@CPUS@|$cpus|g" -e "s|@MEM@|$mem|g" "$TEMPLATE" > "$state/slurm.conf"
+  sed -e "s|@STATE@|$state|g" "$HERE/workflow/slurm-test/gres.conf" > "$state/gres.conf"
+  for i in 0 1 2 3; do ln -sfn /dev/null "$state/gpu$i"; done
   export SLURM_CONF="$state/slurm.conf"
   # a job's own srun (Snakemake's jobstep plugin) runs with no SLURM_* variables, so it reads the default
   # path: the configuration goes there too, unless a real cluster's is there

@@ -43,14 +43,14 @@ def slurm_project(tmp_path_factory):
 @pytest.mark.slow
 def test_the_cluster_runs_a_job_and_stops_what_it_started(slurm_project):
     state = slurm_project / "cluster"
-    job = "sbatch --wait --parsable -p gpu -o job.out --wrap 'echo ran in $SLURM_JOB_PARTITION'"
+    job = "sbatch --wait --parsable -p gpu --gpus=1 -o job.out --wrap 'echo ran in $SLURM_JOB_PARTITION with $SLURM_GPUS GPU'"
     pids = f"cat {state}/slurmctld.daemon {state}/slurmd.daemon {state}/munged.pid"
     out = subprocess.run(["bash", "scripts/slurm_cluster.sh", "run", str(state), "bash", "-c", f"{job} && {pids}"],
                          capture_output=True, text=True, cwd=slurm_project, timeout=300)
     if out.returncode == 3:
         _skip_or_fail(out.stderr.strip())
     assert out.returncode == 0, out.stdout + out.stderr
-    assert (slurm_project / "job.out").read_text() == "ran in gpu\n"
+    assert (slurm_project / "job.out").read_text() == "ran in gpu with 1 GPU\n"
     daemons = [int(pid) for pid in out.stdout.split()[-3:]]      # after the job's id
     assert len(daemons) == 3 and not [pid for pid in daemons if os.path.exists(f"/proc/{pid}")], daemons
     etc = "/etc/slurm/slurm.conf"      # the copy the script put there for the jobs' srun is gone again
