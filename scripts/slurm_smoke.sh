@@ -28,15 +28,20 @@ run_smoke() {
     --slurm-status-command squeue --slurm-init-seconds-before-status-checks 5 \
     --default-resources slurm_partition=cpu runtime=60 mem_mb=2000 \
     --set-resources train:slurm_partition=gpu train:runtime=60 train:mem_mb=2000
+  # the jobs that asked for a GPU (the train jobs of rows that may run on CUDA), while the controller knows them
+  scontrol show job | grep -c "TresPerJob=.*gres:gpu" > "$DEST/gpu-jobs" || true
 }
 export -f run_smoke
 export DEST CONFIG
 bash scripts/slurm_cluster.sh run "$DEST/cluster" bash -c run_smoke
 
-# every job ran under SLURM: the controller's log has an allocation for each, the train jobs in partition gpu
+# every job ran under SLURM: the controller's log has an allocation for each, the train jobs in partition gpu,
+# those of rows that may run on CUDA (DESA in the smoke setting) with a GPU
 trains=$(grep -c "Partition=gpu" "$DEST/cluster/slurmctld.log" || true)
-echo "slurm_smoke.sh: $(grep -c "sched: Allocate" "$DEST/cluster/slurmctld.log") jobs allocated by slurmctld, $trains in partition gpu"
+echo "slurm_smoke.sh: $(grep -c "sched: Allocate" "$DEST/cluster/slurmctld.log") jobs allocated by slurmctld," \
+     "$trains in partition gpu, $(cat "$DEST/gpu-jobs") of them with a GPU"
 [ "$trains" -gt 0 ] || { echo "slurm_smoke.sh: no job ran in partition gpu" >&2; exit 1; }
+[ "$(cat "$DEST/gpu-jobs")" -gt 0 ] || { echo "slurm_smoke.sh: no job asked for a GPU" >&2; exit 1; }
 
 differ=0; compared=0
 for name in "$RESULTS/metrics.parquet" "$RESULTS"/tables/* "$MODELS"/*/fold*/run.txt; do

@@ -2,6 +2,7 @@
 starts and stops (scripts/slurm_cluster.sh), with the same results as make smoke, byte for byte."""
 
 import os
+import re
 import shutil
 import subprocess
 
@@ -71,3 +72,4 @@ def test_slurm_smoke_gives_make_smokes_results(slurm_project):
     assert "byte-identical to make smoke's" in log, log[-3000:]
     allocated = (slurm_project / "work/slurm-smoke/cluster/slurmctld.log").read_text().count("sched: Allocate")
     assert allocated == log.count("has been submitted with SLURM jobid") > 0, allocated
+    assert re.search(r"in partition gpu, [1-9][0-9]* of them with a GPU", log), log[-3000:]
