@@ -11,6 +11,9 @@
 #   scripts/slurm_cluster.sh start DIR        start it and leave it running (stop it with `stop DIR`)
 #   scripts/slurm_cluster.sh stop DIR         stop what `start DIR` started
 #
+# One such cluster at a time on a machine: it listens on ports 6817-6818 (SLURM_TEST_PORT moves them) and
+# uses /etc/slurm/slurm.conf.
+#
 # Exit status 3: the cluster cannot start here (not root, a daemon missing, or the node never came up);
 # the reason is on stderr.
 set -euo pipefail

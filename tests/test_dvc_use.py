@@ -79,12 +79,13 @@ def test_push_pull_through_a_directory_remote_and_embed_reproduces(tmp_path):
     built = _contents(first)
     assert "work/wordnet-div-smoke/embed/doc2vec.model" in built and "work/wordnet-div-smoke/collection/qrels.parquet" in built
 
-    pushed = _run([dvc, "push", SMOKE], first, env)
+    stages = [f"{SMOKE}:collection", f"{SMOKE}:embed"]     # the stages run (a whole pipeline once it has run)
+    pushed = _run([dvc, "push", *stages], first, env)
     assert remote.is_dir() and any(remote.rglob("*")), pushed
     shutil.rmtree(first / ".dvc/cache")
     for name in BUILT:
         shutil.rmtree(first / name)
-    _run([dvc, "pull", SMOKE], first, env)
+    _run([dvc, "pull", *stages], first, env)
     assert _contents(first) == built
     assert "Data and pipelines are up to date" in _run([dvc, "status", f"{SMOKE}:embed"], first, env)
     status = _run(make + ["dvc-status", f"PIPELINE={SMOKE}"], first, env)
