@@ -13,6 +13,7 @@ RESULTS=results/wordnet-div-smoke
 MODELS=work/wordnet-div-smoke/models
 [ -f "$RESULTS/metrics.parquet" ] || { echo "slurm_smoke.sh: run make smoke first ($RESULTS)" >&2; exit 2; }
 
+git rev-parse --git-dir >/dev/null 2>&1 || { echo "slurm_smoke.sh: needs a git checkout of the project" >&2; exit 2; }
 DEST="$ROOT/work/slurm-smoke"
 rm -rf "$DEST"
 mkdir -p "$DEST/project"

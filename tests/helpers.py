@@ -36,6 +36,15 @@ def copy_project(dest: Path) -> None:
             shutil.copy2(src, dest / name)
 
 
+def fresh_clone(dest: Path) -> Path:
+    """:func:`copy_project`, committed to a new git repository at ``dest``: what a fresh clone has."""
+    copy_project(dest)
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t"]
+    for args in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "clone"]):
+        subprocess.run(git + args, cwd=dest, check=True, capture_output=True)
+    return dest
+
+
 needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
 """Marks a test (or a ``pytest.param``) that runs only where torch sees a CUDA device; CI has none."""
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import BIN, ROOT, copy_project
+from helpers import BIN, ROOT, fresh_clone
 
 spec = importlib.util.spec_from_file_location("dvc_status", ROOT / "scripts" / "dvc_status.py")
 dvc_status = importlib.util.module_from_spec(spec)
@@ -59,19 +59,11 @@ def _contents(root: Path) -> dict[str, bytes]:
             if p.is_file()}
 
 
-def _fresh_clone(dest: Path, env: dict) -> Path:
-    copy_project(dest)
-    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t"]
-    for args in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "clone"]):
-        _run(git + args, dest, env)
-    return dest
-
-
 @pytest.mark.slow
 def test_push_pull_through_a_directory_remote_and_embed_reproduces(tmp_path):
     env = {**os.environ, "PATH": f"{BIN}:{os.environ['PATH']}"}
     dvc, make = str(BIN / "dvc"), ["make", "-o", str(BIN.parent / ".srdiv-installed"), f"VENV={BIN.parent}"]
-    first = _fresh_clone(tmp_path / "first", env)
+    first = fresh_clone(tmp_path / "first")
     remote = tmp_path / "shared" / "srdiv-cache"
     _run(make + ["dvc-remote", f"DIR={remote}"], first, env)
     assert f"url = {remote}" in (first / ".dvc/config").read_text()
@@ -92,7 +84,7 @@ def test_push_pull_through_a_directory_remote_and_embed_reproduces(tmp_path):
     assert re.search(rf"^{SMOKE}: \d+ stages, \d+ stale, 2 up to date$", status, re.M), status
 
     # the embed stage built again in another fresh clone: the same bytes, so the same hash in the lock
-    second = _fresh_clone(tmp_path / "second", env)
+    second = fresh_clone(tmp_path / "second")
     _run([dvc, "repro", f"{SMOKE}:embed"], second, env)
     again = _contents(second)
     assert sorted(again) == sorted(built)

@@ -8,7 +8,7 @@ import subprocess
 
 import pytest
 
-from helpers import BIN, copy_project
+from helpers import BIN, fresh_clone
 
 DAEMONS = ("munged", "mungekey", "slurmctld", "slurmd", "sbatch", "squeue", "scontrol", "scancel")
 
@@ -36,9 +36,7 @@ def slurm_project(tmp_path_factory):
     reason = cannot_start()
     if reason:
         _skip_or_fail(reason)
-    work = tmp_path_factory.mktemp("slurm-project")
-    copy_project(work)
-    return work
+    return fresh_clone(tmp_path_factory.mktemp("slurm-project"))
 
 
 @pytest.mark.slow
