@@ -15,7 +15,7 @@ SMK     = $(BIN)/snakemake --cores $(CORES) --resources gpu=$(GPUS) --rerun-inco
 CONFIG ?=
 export PATH := $(abspath $(BIN)):$(PATH)
 
-.PHONY: install run run-debian run-ablations run-ablations-dssa run-ablations-daletor run-sweeps run-desa-ablations run-oracle run-all smoke unlock test test-slow dvc-yaml trec dvc-repro dvc-smoke
+.PHONY: install slurm-smoke dvc-status dvc-remote run run-debian run-ablations run-ablations-dssa run-ablations-daletor run-sweeps run-desa-ablations run-oracle run-all smoke unlock test test-slow dvc-yaml trec dvc-repro dvc-smoke
 
 # constraints.txt pins every package to the versions DESA Table 3's CPU jobs ran under (pipelines/desa-ablations).
 $(STAMP): pyproject.toml constraints.txt
@@ -67,6 +67,11 @@ run-all: $(STAMP)
 smoke: $(STAMP)
 	$(SMK) --configfile params.yaml config/smoke.yaml $(CONFIG)
 
+## the smoke DAG through workflow/profiles/slurm on a one-node SLURM cluster this machine starts and stops
+## (as root; Debian's slurmctld slurmd slurm-client munge), its results compared byte for byte with make smoke's
+slurm-smoke: smoke
+	bash scripts/slurm_smoke.sh
+
 ## after a hard kill (power loss, kill -9): release the lock Snakemake left, then `make run` resumes
 unlock: $(STAMP)
 	$(SMK) --unlock --configfile params.yaml config/main.yaml $(CONFIG)
@@ -96,6 +101,18 @@ dvc-repro: $(STAMP)
 ## it says); DVC's run cache restores the stages that did not change on the next run
 dvc-smoke: $(STAMP)
 	$(BIN)/dvc repro pipelines/smoke/dvc.yaml; status=$$?; rm -f pipelines/smoke/dvc.lock; exit $$status
+
+## which stages of one pipeline are stale and why, in a few lines (make dvc-status PIPELINE=pipelines/<name>/dvc.yaml)
+dvc-status: $(STAMP)
+	$(BIN)/python scripts/dvc_status.py $(PIPELINE)
+
+## a directory on a shared file system as the default DVC remote (make dvc-remote DIR=/shared/srdiv-cache),
+## written to .dvc/config for everyone who clones (LOCAL=1: .dvc/config.local, this clone only); then
+## `dvc push PIPELINE` shares a pipeline's outputs and `dvc pull PIPELINE` brings them (docs/running.md)
+dvc-remote: $(STAMP)
+	@test -n "$(DIR)" || { echo "make dvc-remote DIR=/path/on/a/shared/file/system"; exit 2; }
+	mkdir -p "$(DIR)"
+	$(BIN)/dvc remote add $(if $(LOCAL),--local )--default --force shared "$(abspath $(DIR))"
 
 ## regenerate dvc.yaml (main table) and pipelines/<setting>/dvc.yaml from the Snakefile
 dvc-yaml: $(STAMP)

@@ -2,6 +2,8 @@
 session fixtures."""
 
 import json
+import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -26,6 +28,27 @@ DSSA_SAMPLE = FIXTURES / "dssa-sample"
 COMMITTED_COLLECTIONS = [ROOT / "data" / "collections" / name for name in ("wordnet-div", "debian-facets")]
 """The collections the repository ships, by name: a collection a user imports or builds beside them in
 ``data/collections/`` (with documents or without) is theirs, and no test reads it."""
+
+
+def copy_project(dest: Path) -> None:
+    """The project as a fresh clone has it (tracked and not-ignored files) copied into ``dest``."""
+    files = subprocess.run(["git", "ls-files", "-co", "--exclude-standard"], capture_output=True, text=True,
+                           cwd=ROOT, check=True).stdout.split()
+    for name in files:
+        src = ROOT / name
+        if src.is_file():
+            (dest / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(src, dest / name)
+
+
+def fresh_clone(dest: Path) -> Path:
+    """:func:`copy_project`, committed to a new git repository at ``dest``: what a fresh clone has."""
+    copy_project(dest)
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t"]
+    for args in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "clone"]):
+        subprocess.run(git + args, cwd=dest, check=True, capture_output=True)
+    return dest
+
 
 needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
 """Marks a test (or a ``pytest.param``) that runs only where torch sees a CUDA device; CI has none."""

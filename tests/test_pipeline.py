@@ -12,7 +12,7 @@ import yaml
 from srdiv import dvc_stages as stages
 from srdiv.cli import app
 from srdiv.dvc_stages import command_modules, render_dvc_yamls
-from helpers import BIN, ROOT
+from helpers import BIN, ROOT, copy_project
 
 SMOKE = [Path("params.yaml"), Path("config/smoke.yaml")]
 STUDIES = [Path(f"config/{name}.yaml") for name in ("ablations-dssa", "ablations", "ablations-daletor", "sweeps", "desa-ablations", "all")]
@@ -191,16 +191,6 @@ def test_a_row_with_its_own_sample_settings_gets_its_own_samples(in_root, tmp_pa
     assert "work/wordnet-div-smoke/samples/fold1/samples.npz" in log            # DSSA's, shared
 
 
-def _copy_project(dest: Path) -> None:
-    files = subprocess.run(["git", "ls-files", "-co", "--exclude-standard"], capture_output=True, text=True,
-                           cwd=ROOT, check=True).stdout.split()
-    for name in files:
-        src = ROOT / name
-        if src.is_file():
-            (dest / name).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(src, dest / name)
-
-
 @pytest.mark.slow
 def test_smoke_through_snakemake_and_dvc_gives_same_tables(tmp_path):
     """The smoke DAG runs through Snakemake and through `dvc repro`, and the tables agree byte for byte."""
@@ -208,7 +198,7 @@ def test_smoke_through_snakemake_and_dvc_gives_same_tables(tmp_path):
     results = {}
     for runner in ("snakemake", "dvc"):
         work = tmp_path / runner
-        _copy_project(work)
+        copy_project(work)
         before = {p for p in work.rglob("*") if p.is_file()}
         if runner == "snakemake":
             cmd = [str(BIN / "snakemake"), "--cores", "2", "--resources", "gpu=1", "--configfile", *map(str, SMOKE)]
@@ -273,7 +263,7 @@ def _gpu_train_jobs_round_trip(work: Path, machine: Path, env: dict) -> None:
     assert packed.returncode == 0, packed.stdout + packed.stderr
     parts = sorted(p.name for p in (work / "work/gpu-carry").iterdir())
     assert len(parts) > 1 and "2 jobs" in packed.stdout, packed.stdout   # two folds; inputs cut into 256-KiB parts
-    _copy_project(machine)
+    copy_project(machine)
     shutil.copy2(work / "gpu-row.yaml", machine)
     shutil.copytree(work / "work/gpu-carry", machine / "work/gpu-carry")
     bare = os.pathsep.join(d for d in env["PATH"].split(os.pathsep) if d and not (Path(d) / "snakemake").exists())

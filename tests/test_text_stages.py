@@ -4,6 +4,7 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -149,6 +150,28 @@ def test_doc2vec_training_is_reproducible(coll, tmp_path):
     assert np.array_equal(read_vectors(a / "doc2vec.parquet")[1], read_vectors(b / "doc2vec.parquet")[1])
     assert np.array_equal(read_vectors(a / "lda.parquet")[1], read_vectors(b / "lda.parquet")[1])
     assert np.array_equal(read_vectors(a / "svd.parquet")[1], read_vectors(b / "svd.parquet")[1])
+
+
+EMBED_SCRIPT = """
+import sys
+sys.path.insert(0, sys.argv[1])
+from tiny_text_collection import SMALL_EMBED, tiny_collection
+from srdiv.text.defaults import stage_params
+from srdiv.text.embed import embed_documents
+embed_documents(tiny_collection().docs, stage_params(SMALL_EMBED, "embed"), sys.argv[2])
+"""
+
+
+def test_embed_writes_the_same_bytes_in_another_process(tmp_path):
+    """Every file of the stage's output, models included, is the same in two processes with different hash
+    seeds and clocks: no date, timing or set order in what gensim saves (the output's hash in a lock)."""
+    for name, hash_seed in (("a", "1"), ("b", "2")):
+        subprocess.run([sys.executable, "-c", EMBED_SCRIPT, str(Path(__file__).parent), str(tmp_path / name)],
+                       env={**os.environ, "PYTHONHASHSEED": hash_seed}, capture_output=True, check=True)
+    files = sorted(p.name for p in (tmp_path / "a").iterdir())
+    assert "doc2vec.model" in files and "lda.model" in files
+    assert files == sorted(p.name for p in (tmp_path / "b").iterdir())
+    assert [f for f in files if (tmp_path / "a" / f).read_bytes() != (tmp_path / "b" / f).read_bytes()] == []
 
 
 def test_infer_is_order_and_process_independent_and_zero_without_known_words(embed_dir):

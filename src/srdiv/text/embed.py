@@ -279,13 +279,40 @@ MODEL_FILES = {"doc2vec": "doc2vec.model", "lda": "lda.model", "tfidf": "tfidf.m
 
 
 def save_model(model, out_dir: Path, name: str) -> None:
-    """gensim ``save`` into a temporary folder, then move every file into ``out_dir`` (all or nothing)."""
+    """gensim ``save`` into a temporary folder, then move every file into ``out_dir`` (all or nothing).
+
+    The same training writes the same bytes on any machine: gensim's records of the run are left out
+    (:func:`_without_run_records`), and an LDA model is saved with gensim's fixed list of attributes kept
+    apart (its default builds that list from a set, whose order changes from one process to the next)."""
     import tempfile
 
+    from gensim.models import LdaModel
+
+    _without_run_records(model)
+    fixed_order = {"ignore": ()} if isinstance(model, LdaModel) else {}
     with tempfile.TemporaryDirectory(prefix=".save-", dir=out_dir) as tmp:
-        model.save(str(Path(tmp) / name))
+        model.save(str(Path(tmp) / name), **fixed_order)
         for file in sorted(Path(tmp).iterdir()):
             os.replace(file, out_dir / file.name)
+
+
+def _without_run_records(model) -> None:
+    """Drop what gensim records of a run from ``model`` and every gensim object it holds (a doc2vec model's
+    word and document vectors, an LDA model's dictionary and state): the event log (``lifecycle_events``:
+    dates, the machine's platform, seconds and words per second; None also stops further records) and
+    word2vec's ``total_train_time``. Neither is read by training or inference."""
+    from gensim.utils import SaveLoad
+
+    todo, seen = [model], set()
+    while todo:
+        obj = todo.pop()
+        if id(obj) in seen:
+            continue
+        seen.add(id(obj))
+        obj.lifecycle_events = None
+        if hasattr(obj, "total_train_time"):
+            obj.total_train_time = 0.0
+        todo.extend(value for value in vars(obj).values() if isinstance(value, SaveLoad))
 
 
 def load_model(embed_dir: str | os.PathLike, kind: str):
