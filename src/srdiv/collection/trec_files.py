@@ -11,8 +11,11 @@
   ``qid level parent text`` (a header line may add ``sugg_id`` and ``weight`` columns);
 * folds: whitespace-separated ``qid fold``, or ``k`` folds dealt at random (``seed``) over the judged topics.
 
-TSV files are tab-separated, one record a line, blank lines skipped; a first line whose fields are column
-names (starting with ``qid``) names the columns, else they come in the order above. In text, ``\\t``,
+Every file is read by :func:`srdiv.io.text_lines` / :func:`srdiv.io.text_bytes` (a byte-order mark, CRLF or CR
+line ends and trailing blanks alike; a byte that is not UTF-8 names its line); digit-only topic ids lose their
+leading zeros (:func:`srdiv.io.normal_id`). TSV files are tab-separated, one record a line, blank lines skipped;
+a first line whose fields are column names (starting with ``qid``) names the columns, else they come in the
+order above (a first line starting with another column name is refused). In text, ``\\t``,
 ``\\n``, ``\\r`` and ``\\\\`` stand for a tab, a line break, a carriage return and a backslash. Every
 malformed or inconsistent line stops the import with one :class:`~srdiv.io.InputError` naming the file and
 the line.
