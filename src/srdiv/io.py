@@ -426,7 +426,13 @@ def integer_misfit(values: pd.Series) -> int | None:
     """Position of the first text of ``values`` that is not written as a C ``int`` is (``[+-]`` then
     digits), or None: ``1e3``, ``1.0`` or `` 3`` would be read otherwise by ndeval's ``atoi`` than by a
     float parser, so they are refused, not converted."""
-    ok = values.str.fullmatch(r"[+-]?[0-9]+").fillna(False).to_numpy(bool)
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    text = pa.array(values.astype(str), pa.large_string())
+    ok = pc.ascii_is_decimal(text).to_numpy(zero_copy_only=False)     # digits only: most files, no regex
+    if not ok.all():
+        ok |= values.str.fullmatch(r"[+-][0-9]+").fillna(False).to_numpy(bool)
     return None if ok.all() else int(np.argmin(ok))
 
 
