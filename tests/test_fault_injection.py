@@ -458,6 +458,10 @@ CASES = [
      BUNDLE, "lda.parquet", "vector table: docno 'bass-fish-0' appears twice (row 31)"),
     ("diversity: a null docno in the vector table", table("embed/lda.parquet", lambda f: f.assign(
         docno=[None, *f["docno"][1:]])), DIVERSITY, "lda.parquet", "vector table: key column 'docno' is null in row 1"),
+    ("bundle: a candidate without a document vector", table("embed/lda.parquet", lambda f: f[f["docno"] != "bass-fish-4"]),
+     BUNDLE, "lda.parquet", "document 'bass-fish-4' (candidate of topic '1') has no vector (1 of"),
+    ("bundle: --fill other than none or zero", nothing, lambda d: BUNDLE(d) + ["--fill", "mean"], "--fill",
+     "must be one of none, zero"),
     ("bundle: a relevance row twice", table("rel.parquet", lambda f: pd.concat([f, f.iloc[[3]]])), BUNDLE,
      "rel.parquet", "appears twice (row"),
     ("bundle: a null docno in the diversity table", table("div.parquet", lambda f: f.assign(

@@ -102,10 +102,13 @@ def bundle(
 ) -> None:
     """Assemble the training-ready bundle every model reads."""
     from srdiv.collection.schema import load_collection
-    from srdiv.features.assemble import build_bundle, read_feature_table
+    from srdiv.features.assemble import FILLS, build_bundle, read_feature_table
     from srdiv.features.relevance import FEATURE_NAMES, KEY_COLUMNS
+    from srdiv.io import InputError
     from srdiv.text.embed import read_vectors
 
+    if fill not in FILLS:
+        raise InputError("--fill", f"must be one of {', '.join(FILLS)}, got {fill!r}")
     tic = time.perf_counter()
     stage = load_stage_params(params, "features")
     result = build_bundle(
