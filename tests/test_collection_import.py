@@ -253,7 +253,7 @@ def test_topic_ids_are_normalised_alike_in_tsv_and_xml(tmp_path, monkeypatch, ca
                                                    data))
     assert_same_collection(plain, padded)
     (tmp_path / "topics.xml").write_text('<topics><topic number="07"><query>jaguar</query><description>cat or car'
-                                         '</description><subtopic number="1">animal</subtopic><subtopic number="2">'
+                                         '</description><subtopic number="01">animal</subtopic><subtopic number="2">'
                                          'car</subtopic></topic><topic number="8"><query>python</query><subtopic '
                                          'number="1">snake</subtopic></topic></topics>')
     (tmp_path / "suggestions.xml").write_text('<topics><topic number="007"><subtopic1 number="1"><suggestion>'
@@ -265,6 +265,7 @@ def test_topic_ids_are_normalised_alike_in_tsv_and_xml(tmp_path, monkeypatch, ca
     assert code == 0, err
     xml = load_collection(tmp_path / "xml")
     assert list(xml.topics["qid"]) == ["7", "8"] and set(xml.suggestions["qid"]) == {"7"}
+    assert list(xml.subtopics["sid"]) == ["1", "2", "1"]             # subtopic numbers too, as the qrels' are
     assert set(xml.qrels["qid"]) == set(plain.qrels["qid"]) and list(xml.folds["qid"]) == list(plain.folds["qid"])
 
 

@@ -68,7 +68,7 @@ def read_topics(path: str | os.PathLike) -> tuple[pd.DataFrame, pd.DataFrame]:
         if not qid.isdigit() or not query:
             raise InputError(path, f"topic '{qid}' lacks a number or a query")
         topics.append((qid, query, _text(topic.find("description")), topic.get("type", "")))
-        subtopics += [(qid, sub.get("number", ""), _text(sub)) for sub in topic.iter("subtopic")]
+        subtopics += [(qid, normal_id(sub.get("number", "").strip()), _text(sub)) for sub in topic.iter("subtopic")]
     if not topics:
         raise InputError(path, "no <topic> elements")
     return (pd.DataFrame(topics, columns=["qid", "query", "description", "type"]),
