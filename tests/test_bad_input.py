@@ -199,7 +199,7 @@ def test_run_file_fields_split_on_any_blanks_and_line_end(tmp_path):
     with pytest.raises(InputError, match=r"bad.txt:3: expected 6 fields .*found 7"):
         read_trec_run(tmp_path / "bad.txt")
     (tmp_path / "bad.txt").write_bytes(b"51 Q0 docA 1 3.5 t\n51 Q0 doc\xff 2 2.5 t\n")
-    with pytest.raises(InputError, match="not a text file"):
+    with pytest.raises(InputError, match=r"bad.txt:2: not UTF-8 text \(byte 0xff at byte offset 28\)"):
         read_trec_run(tmp_path / "bad.txt")
 
 

@@ -177,6 +177,17 @@ GOOD = {
     ("folds.txt", "7 1\n8 x\n", "folds.txt:2", "fold 'x' is not an integer"),
     ("folds.txt", "7 1\n7 2\n", "folds.txt:2", "topic '7' is listed twice"),
     ("folds.txt", "7 1\n9 2\n", "folds.txt:2", "qid '9' is not a topic"),
+    # a header line is recognised (TSV: its first column named qid) or refused, never read as data
+    ("topics.tsv", "topic\tquery\n7\tjaguar\n", "topics.tsv:1", "header line: its first column must be named qid"),
+    ("qrels.txt", "qid sid docno grade\n7 1 d1 1\n", "qrels.txt:1", "a header line ('qid ...'): this format has none"),
+    ("run.txt", "\ufeffquery_id Q0 docno rank score tag\n7 Q0 d1 1 3.0 r\n", "run.txt:1", "a header line"),
+    ("folds.txt", "QID fold\n7 1\n", "folds.txt:1", "a header line"),
+    # a number ndeval would read otherwise (atoi) is refused, not converted
+    ("run.txt", "7 Q0 d1 1e0 3.0 r\n", "run.txt:1", "rank '1e0' is not an integer"),
+    ("qrels.txt", "7 1 d1 1.0\n", "qrels.txt:1", "grade '1.0' is not an integer"),
+    ("qrels.txt", "7 1e0 d1 1\n", "qrels.txt:1", "sid '1e0' is not an integer"),
+    ("folds.txt", "7 1\n8 2.0\n", "folds.txt:2", "fold '2.0' is not an integer"),
+    ("suggestions.tsv", "7\t1.0\t\tjaguar\n", "suggestions.tsv:1", "level '1.0' is not an integer"),
 ])
 def test_a_malformed_line_is_one_error(tmp_path, monkeypatch, capsys, name, text, where, why):
     for file, content in GOOD.items():
@@ -193,6 +204,69 @@ def test_the_good_files_import(tmp_path, monkeypatch, capsys):
     code, err = cli(monkeypatch, capsys, *import_args(tmp_path), "--out", tmp_path / "coll")
     assert code == 0, err
     assert len(load_collection(tmp_path / "coll").qrels) == 3
+
+
+def _import_good(d: Path, monkeypatch, capsys, change=lambda data: data, name: str = "coll"):
+    for file, content in GOOD.items():
+        (d / file).write_bytes(change(content.encode()))
+    code, err = cli(monkeypatch, capsys, *import_args(d), "--out", d / name)
+    assert code == 0, err
+    return load_collection(d / name)
+
+
+@pytest.mark.parametrize("change", [
+    lambda data: b"\xef\xbb\xbf" + data,                     # a UTF-8 byte-order mark
+    lambda data: data.replace(b"\n", b"\r\n"),                 # Windows line ends
+    lambda data: data.replace(b"\n", b"\r"),                    # old Mac line ends
+    lambda data: data.replace(b"\n", b" \t \n"),                # trailing blanks
+    lambda data: data.replace(b"\n", b"\n\n  \n"),              # blank lines
+], ids=["bom", "crlf", "cr", "trailing-blanks", "blank-lines"])
+def test_every_text_file_reads_its_line_ends_and_blanks_one_way(tmp_path, monkeypatch, capsys, change):
+    """A byte-order mark, CRLF or CR line ends, trailing blanks and blank lines: the same collection as the
+    plain files give, from every TSV and whitespace-separated file alike (one reader: ``srdiv.io.text_bytes``)."""
+    plain = _import_good(tmp_path, monkeypatch, capsys, name="plain")
+    changed = _import_good(tmp_path, monkeypatch, capsys, change, name="changed")
+    assert_same_collection(plain, changed)
+
+
+@pytest.mark.parametrize("name", sorted(GOOD))
+def test_a_byte_that_is_not_utf8_names_file_line_and_byte(tmp_path, monkeypatch, capsys, name):
+    for file, content in GOOD.items():
+        data = content.encode()
+        (tmp_path / file).write_bytes(data.replace(b"\n", b"\xff\n", 2).replace(b"\xff\n", b"\n", 1)
+                                      if file == name else data)     # the 0xff ends the second line
+    code, err = cli(monkeypatch, capsys, *import_args(tmp_path), "--out", tmp_path / "coll")
+    offset = GOOD[name].encode().index(b"\n", GOOD[name].index("\n") + 1)
+    assert code == 2 and err.strip() == f"error: {tmp_path / name}:2: not UTF-8 text (byte 0xff at byte offset {offset})"
+    assert not (tmp_path / "coll").exists()
+
+
+def test_topic_ids_are_normalised_alike_in_tsv_and_xml(tmp_path, monkeypatch, capsys):
+    """``07``, ``007`` and ``7`` are one topic in every file, TSV or XML (ndeval reads topic numbers as
+    integers); ids that are not all digits are kept as they are."""
+    plain = _import_good(tmp_path, monkeypatch, capsys, name="plain")
+    zeros = {"topics.tsv": [b"\n7\t", b"\n07\t"], "subtopics.tsv": [b"7\t2", b"007\t2"],
+             "suggestions.tsv": [b"\n7\t2", b"\n07\t2"], "qrels.txt": [b"8 1", b"08 1"],
+             "run.txt": [b"\n7 Q0 d2", b"\n0007 Q0 d2"], "folds.txt": [b"7 1", b"07 1"]}
+    padded = _import_good(tmp_path, monkeypatch, capsys, name="padded",
+                          change=lambda data: next((data.replace(*pair) for pair in zeros.values() if pair[0] in data),
+                                                   data))
+    assert_same_collection(plain, padded)
+    (tmp_path / "topics.xml").write_text('<topics><topic number="07"><query>jaguar</query><description>cat or car'
+                                         '</description><subtopic number="01">animal</subtopic><subtopic number="2">'
+                                         'car</subtopic></topic><topic number="8"><query>python</query><subtopic '
+                                         'number="1">snake</subtopic></topic></topics>')
+    (tmp_path / "suggestions.xml").write_text('<topics><topic number="007"><subtopic1 number="1"><suggestion>'
+                                              'jaguar cat</suggestion><subtopic2 number="1">jaguar cat size'
+                                              '</subtopic2></subtopic1></topic></topics>')
+    args = [a if a not in (tmp_path / "topics.tsv", tmp_path / "suggestions.tsv") else a.with_suffix(".xml")
+            for a in import_args(tmp_path) if a not in ("--subtopics", tmp_path / "subtopics.tsv")]
+    code, err = cli(monkeypatch, capsys, *args, "--out", tmp_path / "xml")
+    assert code == 0, err
+    xml = load_collection(tmp_path / "xml")
+    assert list(xml.topics["qid"]) == ["7", "8"] and set(xml.suggestions["qid"]) == {"7"}
+    assert list(xml.subtopics["sid"]) == ["1", "2", "1"]             # subtopic numbers too, as the qrels' are
+    assert set(xml.qrels["qid"]) == set(plain.qrels["qid"]) and list(xml.folds["qid"]) == list(plain.folds["qid"])
 
 
 def test_folds_are_a_file_or_a_number(tmp_path, monkeypatch, capsys):

@@ -155,6 +155,11 @@ def cut_short(rel):
     return lambda d: (d / rel).write_bytes((d / rel).read_bytes()[: (d / rel).stat().st_size // 2])
 
 
+def lines_kept(rel, n):
+    """Keep the first ``n`` lines of a text file (``lines[:n]``: -1 drops the last)."""
+    return lambda d: (d / rel).write_text("".join((d / rel).read_text().splitlines(keepends=True)[:n]))
+
+
 def emptied(rel):
     return lambda d: (d / rel).write_bytes(b"")
 
@@ -486,6 +491,10 @@ CASES = [
      BUNDLE, "lda.parquet", "vector table: docno 'bass-fish-0' appears twice (row 31)"),
     ("diversity: a null docno in the vector table", table("embed/lda.parquet", lambda f: f.assign(
         docno=[None, *f["docno"][1:]])), DIVERSITY, "lda.parquet", "vector table: key column 'docno' is null in row 1"),
+    ("bundle: a candidate without a document vector", table("embed/lda.parquet", lambda f: f[f["docno"] != "bass-fish-4"]),
+     BUNDLE, "lda.parquet", "document 'bass-fish-4' (candidate of topic '1') has no vector (1 of"),
+    ("bundle: --fill other than none or zero", nothing, lambda d: BUNDLE(d) + ["--fill", "mean"], "--fill",
+     "must be one of none, zero"),
     ("bundle: a relevance row twice", table("rel.parquet", lambda f: pd.concat([f, f.iloc[[3]]])), BUNDLE,
      "rel.parquet", "appears twice (row"),
     ("bundle: a null docno in the diversity table", table("div.parquet", lambda f: f.assign(
@@ -553,6 +562,19 @@ CASES = [
     ("gather: a run of another model", lambda d: text("models/ListMLE/fold1/rank.json", (
         d / "models/ListMLE/fold1/rank.json").read_text().replace('"fold": 1', '"fold": 2'))(d), GATHER,
      "rank.json", "the run was ranked with a model of row ListMLE fold 2"),
+    ("gather: a run cut short since it was ranked", lines_kept("models/ListMLE/fold1/run.txt", 3), GATHER,
+     "ListMLE/fold1/run.txt", "is not the run its rank.json records (cut short or changed since it was ranked)"),
+    ("report: a run edited since it was ranked (no manifest beside it)", lambda d: (
+        (d / "models/ListMLE/fold1/.srdiv-outputs.json").unlink(), lines_kept("models/ListMLE/fold1/run.txt", -1)(d)),
+     REPORT, "ListMLE/fold1/run.txt", "is not the run its rank.json records"),
+    ("report: the metric-at-k plot from a run cut short", lines_kept("models/ListMLE/fold1/run.txt", 2),
+     lambda d: REPORT(d) + ["--collection", d / "coll"], "ListMLE/fold1/run.txt", "is not the run its rank.json"),
+    ("gather: a run that is gone, though rank.json records it", lambda d: (d / "models/ListMLE/fold1/run.txt").unlink(),
+     GATHER, "ListMLE/fold1/run.txt", "missing: the job's rank.json records a run"),
+    ("evaluate: a null docno in a Parquet run",
+     lambda d: pd.DataFrame({"qid": ["q1", "q1"], "docno": ["a", None], "score": [1.0, 2.0]}).to_parquet(d / "r.parquet"),
+     lambda d: ["evaluate", *C(d), "--run", d / "r.parquet", "--out", d / "m.parquet"], "r.parquet",
+     "docno is null (row 2)"),
     # a command never replaces a file it did not write (the manifest .srdiv-outputs.json records what it wrote)
     ("report: --out over a README the user wrote", lambda d: ((d / "mine").mkdir(), text("mine/README.md", "notes")(d)),
      out_at(REPORT, "mine"), "mine/README.md", "exists and srdiv did not write it"),

@@ -223,16 +223,48 @@ def test_bundle_drops_suggestions_without_vectors_and_zero_fills(coll, relevance
         diversity = diversity_features(coll, None, doc_vectors(coll), rank_docs=6)
     with pytest.warns(UserWarning) as record:
         b = build_bundle(coll, doc_vectors(coll), (keys[keep], vecs[keep.to_numpy()]), rel, diversity.iloc[1:],
-                         rank_docs=6, max_subs=10, max_subs2=100)
+                         rank_docs=6, max_subs=10, max_subs2=100, fill="zero")
     messages = " | ".join(str(w.message) for w in record)
     assert "1 of 2 queries have no pseudo-document vector" in messages
     assert "1 of 14 suggestions have no pseudo-document vector" in messages
     assert "have no relevance features" in messages and "1 of 30 candidate pairs" in messages
+    assert b.filled == ("1 of 2 queries have no pseudo-document vector: zero",   # the record of the fill
+                        "1 of 78 (query or suggestion, candidate) pairs have no relevance features: zero",
+                        "1 of 30 candidate pairs have no diversity features: zero")
     assert not b.query_vec[0].any()
     # query 1 keeps level-1 "2", "3"; level-2 children of "1" lose their parent
     assert b.sub_mask[0].tolist() == [True, True, False] and b.sub2_mask[0].sum() == 2
     assert b.sub2_parent[0, :2].tolist() == [0, 0]
     assert not b.rel_feat[0, 0].any()
+
+
+def test_a_missing_vector_or_feature_row_is_an_error_naming_it_unless_filled(coll, relevance, tmp_path):
+    """Without ``fill="zero"`` a candidate or query without its vector or feature row is one error naming the
+    first such document and the table it lacks from; with it, zeros, recorded in the saved bundle."""
+    with pytest.warns(UserWarning, match="only the vector-based"):
+        diversity = diversity_features(coll, None, doc_vectors(coll), rank_docs=6)
+    keys, vecs = doc_vectors(coll)
+    first = coll.run["docno"].iloc[0]                 # topic 1's first candidate
+    kept = (keys["docno"] != first).to_numpy()
+    docs = (keys[kept], vecs[kept])
+    files = {"doc_vectors": "embed/lda.parquet", "relevance": "rel.parquet", "diversity": "div.parquet"}
+    for args, where, what in [
+        ((docs, pseudo_vectors(coll), relevance, diversity), "embed/lda.parquet",
+         f"document '{first}' \\(candidate of topic '1'\\) has no vector \\(1 of"),
+        ((doc_vectors(coll), pseudo_vectors(coll), relevance.iloc[1:], diversity), "rel.parquet",
+         f"document '{relevance['docno'].iloc[0]}' has no relevance features for topic '{relevance['qid'].iloc[0]}'"),
+        ((doc_vectors(coll), pseudo_vectors(coll), relevance, diversity.iloc[1:]), "div.parquet",
+         f"documents '{diversity['docno_a'].iloc[0]}' and '{diversity['docno_b'].iloc[0]}'")]:
+        with pytest.raises(InputError, match=f"^{where}: {what}.*give --fill zero"):
+            build_bundle(coll, *args, rank_docs=6, files=files)
+    with pytest.warns(UserWarning, match="candidates have no document vector"):
+        b = build_bundle(coll, docs, pseudo_vectors(coll), relevance, diversity, rank_docs=6, fill="zero")
+    assert b.filled and all(note.endswith(": zero") for note in b.filled)
+    b.save(tmp_path / "b.npz")
+    assert Bundle.load(tmp_path / "b.npz").filled == b.filled
+    full = build_bundle(coll, doc_vectors(coll), pseudo_vectors(coll), relevance, diversity, rank_docs=6)
+    full.save(tmp_path / "full.npz")
+    assert full.filled == () and Bundle.load(tmp_path / "full.npz").filled == ()
 
 
 def test_bundle_bad_inputs(coll, relevance):

@@ -11,8 +11,11 @@
   ``qid level parent text`` (a header line may add ``sugg_id`` and ``weight`` columns);
 * folds: whitespace-separated ``qid fold``, or ``k`` folds dealt at random (``seed``) over the judged topics.
 
-TSV files are tab-separated, one record a line, blank lines skipped; a first line whose fields are column
-names (starting with ``qid``) names the columns, else they come in the order above. In text, ``\\t``,
+Every file is read by :func:`srdiv.io.text_lines` / :func:`srdiv.io.text_bytes` (a byte-order mark, CRLF or CR
+line ends and trailing blanks alike; a byte that is not UTF-8 names its line); digit-only topic ids lose their
+leading zeros (:func:`srdiv.io.normal_id`). TSV files are tab-separated, one record a line, blank lines skipped;
+a first line whose fields are column names (starting with ``qid``) names the columns, else they come in the
+order above (a first line starting with another column name is refused). In text, ``\\t``,
 ``\\n``, ``\\r`` and ``\\\\`` stand for a tab, a line break, a carriage return and a backslash. Every
 malformed or inconsistent line stops the import with one :class:`~srdiv.io.InputError` naming the file and
 the line.
@@ -29,7 +32,7 @@ import pandas as pd
 
 from srdiv.collection.schema import Collection, conform
 from srdiv.collection.trec_web import read_suggestions, read_topics
-from srdiv.io import InputError, atomic_dir, read_text, write_parquet, write_text
+from srdiv.io import HEADER_WORDS, TRAILING, InputError, atomic_dir, normal_ids, text_lines, write_parquet, write_text
 from srdiv.metrics.runs import check_run, order_run, parse_numbers, read_fields, read_qrels, read_trec_run, \
     write_trec_run
 
@@ -59,23 +62,27 @@ def read_tsv_records(path: str | os.PathLike, kind: str) -> pd.DataFrame:
     path = Path(path)
     required, optional = TSV_COLUMNS[kind]
     known = required + optional
-    lines = read_text(path).split("\n")
-    rows = [(i + 1, line.rstrip("\r").split("\t")) for i, line in enumerate(lines) if line.strip()]
+    rows = [(number, line.split("\t")) for number, line in text_lines(path, trailing="")]
     if not rows:
         raise InputError(path, "empty file")
     columns = list(required + (optional if kind != "suggestions" else ()))
+    if rows[0][1][0].lower() in HEADER_WORDS and rows[0][1][0] != "qid":
+        raise InputError(path, f"header line: its first column must be named qid (columns: {', '.join(known)}); "
+                               f"got {', '.join(rows[0][1])}", rows[0][0])
     if rows[0][1][0] == "qid":               # a header line names the columns
         line, header = rows.pop(0)
+        _trim(header, 1)
         unknown = [c for c in header if c not in known]
         missing = [c for c in required if c not in header]
         if unknown or missing or len(set(header)) < len(header):
             raise InputError(path, f"header: columns must be {', '.join(required)} and any of "
                                    f"{', '.join(optional)}, each once; got {', '.join(header)}", line)
         columns = header
-        low = high = len(header)
+        low, high = max(header.index(c) for c in required) + 1, len(header)   # trailing blanks may end a line early
     else:
         low, high = len(required), len(columns)
     for line, fields in rows:
+        _trim(fields, low)
         if not low <= len(fields) <= high:
             span = str(low) if low == high else f"{low} to {high}"
             raise InputError(path, f"expected {span} tab-separated fields ({' '.join(columns[:high])}), "
@@ -87,9 +94,18 @@ def read_tsv_records(path: str | os.PathLike, kind: str) -> pd.DataFrame:
         if column not in frame:
             frame[column] = ""
     frame["line"] = [line for line, _ in rows]
+    frame["qid"] = normal_ids(frame["qid"])
     _fail_at(frame, ~frame["qid"].str.fullmatch(r"\S+").to_numpy(), path,
              lambda row: f"qid '{row['qid']}' is empty or holds spaces")
     return frame
+
+
+def _trim(fields: list[str], keep: int) -> None:
+    """Drop a TSV line's trailing blanks (:data:`srdiv.io.TRAILING`, tabs too) in place: its blank last fields,
+    down to ``keep`` fields (a required one left empty is reported as such), and the blanks ending the last."""
+    while len(fields) > keep and not fields[-1].strip(TRAILING):
+        fields.pop()
+    fields[-1] = fields[-1].rstrip(TRAILING)
 
 
 def _fail_at(frame: pd.DataFrame, bad: np.ndarray, path: str | os.PathLike, what) -> None:

@@ -35,7 +35,7 @@ from pathlib import Path
 import pandas as pd
 
 from srdiv.collection.schema import Collection
-from srdiv.io import InputError, read_json
+from srdiv.io import BOM, InputError, normal_id, read_json, text_bytes
 from srdiv.metrics.runs import check_run, order_run, read_qrels, read_trec_run
 
 DEFAULT_SOURCE = Path("data/external/trec-web-2009-2012")
@@ -49,10 +49,12 @@ def _text(element: ET.Element | None) -> str:
 
 def _parse_xml(path: Path) -> ET.Element:
     """Root of an XML file; a syntax error names its line."""
-    if not path.exists():
-        raise InputError(path, "file not found")
+    data = path.read_bytes() if path.is_file() else text_bytes(path)     # (text_bytes: "file not found")
+    declared = re.match(rb"\s*<\?xml[^>]*encoding=[\"']([^\"']+)", data.removeprefix(BOM))
+    if declared is None or declared[1].lower().replace(b"-", b"") == b"utf8":
+        data = text_bytes(path)        # UTF-8: a byte that is not names its line (else the declared encoding's)
     try:
-        return ET.parse(path).getroot()
+        return ET.fromstring(data)
     except ET.ParseError as err:
         raise InputError(path, f"malformed XML: {err.msg}", err.position[0]) from None
 
@@ -62,11 +64,11 @@ def read_topics(path: str | os.PathLike) -> tuple[pd.DataFrame, pd.DataFrame]:
     path = Path(path)
     topics, subtopics = [], []
     for topic in _parse_xml(path).iter("topic"):
-        qid, query = topic.get("number", ""), _text(topic.find("query"))
+        qid, query = normal_id(topic.get("number", "").strip()), _text(topic.find("query"))
         if not qid.isdigit() or not query:
             raise InputError(path, f"topic '{qid}' lacks a number or a query")
         topics.append((qid, query, _text(topic.find("description")), topic.get("type", "")))
-        subtopics += [(qid, sub.get("number", ""), _text(sub)) for sub in topic.iter("subtopic")]
+        subtopics += [(qid, normal_id(sub.get("number", "").strip()), _text(sub)) for sub in topic.iter("subtopic")]
     if not topics:
         raise InputError(path, "no <topic> elements")
     return (pd.DataFrame(topics, columns=["qid", "query", "description", "type"]),
@@ -78,7 +80,7 @@ def read_suggestions(path: str | os.PathLike, qids: set[str]) -> pd.DataFrame:
     path = Path(path)
     rows, seen = [], set()
     for topic in _parse_xml(path).iter("topic"):
-        qid = topic.get("number", "")
+        qid = normal_id(topic.get("number", "").strip())
         if qid not in qids or qid in seen:
             raise InputError(path, f"suggestions for unknown or repeated topic '{qid}'")
         seen.add(qid)
@@ -105,7 +107,7 @@ def read_folds(path: str | os.PathLike, judged: list[str], qids: set[str]) -> tu
     split = read_json(path, "file", object)
     if not isinstance(split, dict) or not all(re.fullmatch(r"fold[1-5]", k) for k in split):
         raise InputError(path, "expected an object with keys fold1..fold5")
-    folds = {str(q): int(k[4:]) for k, members in split.items() for q in members}
+    folds = {normal_id(str(q)): int(k[4:]) for k, members in split.items() for q in members}
     if sum(len(m) for m in split.values()) != len(folds) or not set(folds) <= qids:
         raise InputError(path, "a topic is listed twice or is not a topic of the collection")
     sizes = {f: 0 for f in range(1, 6)}

@@ -11,8 +11,12 @@ Suggestions: level 1 in table order, the first ``max_subs`` that have a
 vector, weighted uniformly; level 2, the first ``max_subs2`` (in table order)
 whose parent was kept, with the parent's index. A suggestion without a
 pseudo-document vector (e.g. level 2 in the DSSA release) is left out and
-counted in a warning. Missing vectors and features of kept items are zeros
-(also counted).
+counted in a warning. A candidate without a document vector, a query without a
+pseudo-document vector, a (query or suggestion, candidate) pair without
+relevance features or a candidate pair without diversity features is an error
+naming the first one, unless ``fill="zero"`` (``srdiv bundle --fill zero``):
+then they are zeros, counted in a warning and recorded in the bundle file
+(:data:`srdiv.features.bundle.FILL_KEY`).
 """
 
 from __future__ import annotations
@@ -86,15 +90,36 @@ def _feature_columns(frame: pd.DataFrame, keys: list[str], name: str) -> list[st
     return columns
 
 
+FILLS = ("none", "zero")
+"""What :func:`build_bundle` does with a missing vector or feature row: refuse (``none``) or use zeros."""
+
+
 def build_bundle(coll: Collection, doc_vectors: Vectors, pseudo_vectors: Vectors, relevance: pd.DataFrame,
                  diversity: pd.DataFrame, rank_docs: int = 50, max_subs: int = 10,
-                 max_subs2: int = 100) -> Bundle:
+                 max_subs2: int = 100, fill: str = "none", files: dict[str, str] | None = None) -> Bundle:
     """The bundle of every topic of ``coll`` (shapes in :class:`srdiv.features.bundle.Bundle`).
 
     ``doc_vectors``: keys ``docno``; ``pseudo_vectors``: keys ``qid, sugg_id``
     (``""`` = the query); ``relevance``: ``qid, sugg_id, docno`` + F features;
-    ``diversity``: ``qid, docno_a, docno_b`` + R features.
+    ``diversity``: ``qid, docno_a, docno_b`` + R features. ``fill`` (:data:`FILLS`): a missing row is an
+    :class:`InputError` naming it and its table (``files``: the file of each argument, by its name), or
+    zeros, listed in the bundle's ``filled``.
     """
+    if fill not in FILLS:
+        raise ValueError(f"fill must be one of {', '.join(FILLS)}, got {fill!r}")
+    files = {name: name for name in ("doc_vectors", "pseudo_vectors", "relevance", "diversity")} | (files or {})
+    filled: list[str] = []
+
+    def gap(missing: np.ndarray, total: int, what: str, source: str, first) -> None:
+        """``missing`` [items] of ``total``: an error naming the first (``first(i)``), or zeros, recorded."""
+        n = int(missing.sum())
+        if not n:
+            return
+        if fill == "none":
+            raise InputError(files[source], f"{first(int(np.argmax(missing)))} ({n} of {total} {what}): give "
+                                            "--fill zero to use zeros")
+        warn_missing(n, total, what, "their values are zero (--fill zero)")
+        filled.append(f"{n} of {total} {what}: zero")
     qids = coll.qids
     cands = candidates(coll, rank_docs)
     empty = sorted(set(qids) - set(cands["qid"]))
@@ -113,15 +138,17 @@ def build_bundle(coll: Collection, doc_vectors: Vectors, pseudo_vectors: Vectors
 
     keys, matrix = doc_vectors
     rows = np.where(doc_mask, doc_positions(keys, cand), -1)
-    warn_missing(int((doc_mask & (rows < 0)).sum()), int(doc_mask.sum()), "candidates have no document vector",
-                 "their vectors are zero")
+    lacking = (doc_mask & (rows < 0)).ravel()
+    gap(lacking, int(doc_mask.sum()), "candidates have no document vector", "doc_vectors",
+        lambda i: f"document '{cand.ravel()[i]}' (candidate of topic '{qids[i // n_d]}') has no vector")
     doc_vec = np.where(rows[..., None] >= 0, matrix[np.maximum(rows, 0)], 0.0).astype(np.float32)
 
     # --- query and suggestion vectors
     p_keys, p_matrix = pseudo_vectors
     queries = pd.DataFrame({"qid": qids, "sugg_id": ""})
     q_rows = _lookup(p_keys, p_matrix, queries, ["qid", "sugg_id"])
-    warn_missing(int((q_rows < 0).sum()), n_q, "queries have no pseudo-document vector", "their vectors are zero")
+    gap(q_rows < 0, n_q, "queries have no pseudo-document vector", "pseudo_vectors",
+        lambda i: f"topic '{qids[i]}' has no pseudo-document vector (sugg_id '')")
     query_vec = np.where(q_rows[:, None] >= 0, p_matrix[np.maximum(q_rows, 0)], 0.0).astype(np.float32)
 
     sugg = coll.suggestions.assign(row=lambda f: _lookup(p_keys, p_matrix, f, ["qid", "sugg_id"]))
@@ -159,9 +186,12 @@ def build_bundle(coll: Collection, doc_vectors: Vectors, pseudo_vectors: Vectors
                          level2[["qid", "sugg_id", "q", "slot"]].assign(layer=2)], ignore_index=True)
     rel = relevance.merge(strings, on=["qid", "sugg_id"]).merge(d_pos, on=["qid", "docno"])
     rel = rel.drop_duplicates(["qid", "sugg_id", "docno"])
-    expected = int(doc_mask.sum(1)[strings["q"]].sum())
-    warn_missing(expected - len(rel), expected, "(query or suggestion, candidate) pairs have no relevance features",
-                 "they are zero")
+    wanted = strings[["qid", "sugg_id"]].merge(d_pos[["qid", "docno"]], on="qid")    # every pair, in order
+    have = pd.MultiIndex.from_frame(rel[key_cols])
+    lacking = ~pd.MultiIndex.from_frame(wanted[key_cols]).isin(have) if len(wanted) else np.zeros(0, bool)
+    gap(np.asarray(lacking), len(wanted), "(query or suggestion, candidate) pairs have no relevance features",
+        "relevance", lambda i: f"document '{wanted['docno'].iloc[i]}' has no relevance features for topic "
+                               f"'{wanted['qid'].iloc[i]}' (sugg_id '{wanted['sugg_id'].iloc[i]}')")
     values = rel[names].to_numpy(dtype=np.float32)
     for level, target in enumerate(targets):
         part = (rel["layer"] == level).to_numpy()
@@ -180,9 +210,13 @@ def build_bundle(coll: Collection, doc_vectors: Vectors, pseudo_vectors: Vectors
     div_values = div[div_names].to_numpy(dtype=np.float32)
     div_feat[q_idx, div["a"], div["b"]] = div_values
     div_feat[q_idx, div["b"], div["a"]] = div_values
-    n_pairs = int((doc_mask.sum(1) * (doc_mask.sum(1) - 1) // 2).sum())
-    warn_missing(n_pairs - len(div.drop_duplicates(["qid", "docno_a", "docno_b"])), n_pairs,
-                 "candidate pairs have no diversity features", "they are zero")
+    have = np.zeros((n_q, n_d, n_d), bool)
+    have[q_idx, div["a"], div["b"]] = have[q_idx, div["b"], div["a"]] = True
+    pairs = doc_mask[:, :, None] & doc_mask[:, None, :] & np.triu(np.ones((n_d, n_d), bool), 1)
+    lacking = (pairs & ~have).ravel()
+    gap(lacking, int(pairs.sum()), "candidate pairs have no diversity features", "diversity",
+        lambda i: f"documents '{cand.ravel()[i // n_d]}' and '{cand[i // (n_d * n_d), i % n_d]}' (candidates of "
+                  f"topic '{qids[i // (n_d * n_d)]}') have no diversity features")
 
     # --- labels against the official subtopics
     subtopics = _slots(coll.subtopics, qids, np.iinfo(np.int64).max)
@@ -195,7 +229,7 @@ def build_bundle(coll: Collection, doc_vectors: Vectors, pseudo_vectors: Vectors
     labels = np.zeros((n_q, n_d, n_s), dtype=np.float32)
     labels[judged["q"], judged["d"], judged["slot"]] = 1.0
 
-    return Bundle(
+    bundle = Bundle(
         qids=np.asarray(qids, dtype=str), docnos=cand.astype(str), doc_mask=doc_mask, doc_vec=doc_vec,
         query_vec=query_vec, rel_feat=rel_feat, init_score=init_score,
         sub_vec=sub_vec, sub_feat=sub_feat, sub_mask=sub_mask, sub_weight=sub_weight,
@@ -203,3 +237,5 @@ def build_bundle(coll: Collection, doc_vectors: Vectors, pseudo_vectors: Vectors
         div_feat=div_feat, labels=labels, label_mask=label_mask,
         feature_names=names, div_feature_names=div_names,
     )
+    bundle.filled = tuple(filled)
+    return bundle

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
+from typing import ClassVar
 
 import numpy as np
 
@@ -26,6 +27,8 @@ ARRAY_FIELDS = (
 """Per-query arrays (first axis = query) in a fixed order."""
 
 TENSOR_FIELDS = tuple(f for f in ARRAY_FIELDS if f != "docnos")
+FILL_KEY = "filled"
+"""The bundle file's record of the rows ``srdiv bundle --fill zero`` filled with zeros (absent: none)."""
 
 TRANSFORM_QUERIES = 32
 """Queries :meth:`FeatureScaler.transform` standardises at once (bounds its float64 temporaries)."""
@@ -74,6 +77,9 @@ class Bundle:
     label_mask: np.ndarray
     feature_names: list[str] = field(default_factory=list)
     div_feature_names: list[str] = field(default_factory=list)
+    filled: ClassVar[tuple[str, ...]] = ()
+    """What ``srdiv bundle --fill zero`` filled with zeros (``"3 of 120 candidates have no document vector:
+    zero"``): saved in the file (:data:`FILL_KEY`) as the record of it, not part of the arrays."""
 
     def __len__(self) -> int:
         return len(self.qids)
@@ -126,6 +132,7 @@ class Bundle:
             np.savez(
                 fh, qids=self.qids.astype(str), feature_names=np.array(self.feature_names, dtype=str),
                 div_feature_names=np.array(self.div_feature_names, dtype=str),
+                **({FILL_KEY: np.array(self.filled, dtype=str)} if self.filled else {}),
                 **{f: getattr(self, f).astype(str) if f == "docnos" else getattr(self, f) for f in ARRAY_FIELDS},
             )
 
@@ -144,7 +151,15 @@ class Bundle:
                 raise InputError(path, f"array '{name}' does not have one row per query ({n})")
         arrays["feature_names"] = list(arrays["feature_names"])
         arrays["div_feature_names"] = list(arrays["div_feature_names"])
-        return cls(**arrays)
+        bundle = cls(**arrays)
+        bundle.filled = filled_in(path)
+        return bundle
+
+
+def filled_in(path: str | Path) -> tuple[str, ...]:
+    """The record of what the bundle file ``path`` holds as zeros for missing rows (:attr:`Bundle.filled`)."""
+    with np.load(path, allow_pickle=False) as z:
+        return tuple(str(note) for note in z[FILL_KEY]) if FILL_KEY in z.files else ()
 
 
 @dataclass(frozen=True)

@@ -97,13 +97,18 @@ def bundle(
     diversity: Path = typer.Option(..., help="features/diversity.parquet."),
     out: Path = typer.Option(..., help="Output bundle (bundle/<repr>.npz)."),
     params: Optional[list[Path]] = PARAMS,
+    fill: str = typer.Option("none", help="A candidate or query without a vector or feature row: 'none' (an "
+                                          "error naming it) or 'zero' (zeros, recorded in the bundle)."),
 ) -> None:
     """Assemble the training-ready bundle every model reads."""
     from srdiv.collection.schema import load_collection
-    from srdiv.features.assemble import build_bundle, read_feature_table
+    from srdiv.features.assemble import FILLS, build_bundle, read_feature_table
     from srdiv.features.relevance import FEATURE_NAMES, KEY_COLUMNS
+    from srdiv.io import InputError
     from srdiv.text.embed import read_vectors
 
+    if fill not in FILLS:
+        raise InputError("--fill", f"must be one of {', '.join(FILLS)}, got {fill!r}")
     tic = time.perf_counter()
     stage = load_stage_params(params, "features")
     result = build_bundle(
@@ -111,10 +116,13 @@ def bundle(
         read_vectors(pseudo_vectors, ["qid", "sugg_id"]),
         read_feature_table(relevance, KEY_COLUMNS, FEATURE_NAMES),
         read_feature_table(diversity, ["qid", "docno_a", "docno_b"]), rank_docs=int(stage["rank_docs"]),
-        max_subs=int(stage["max_subs"]), max_subs2=int(stage["max_subs2"]),
+        max_subs=int(stage["max_subs"]), max_subs2=int(stage["max_subs2"]), fill=fill,
+        files={"doc_vectors": str(doc_vectors), "pseudo_vectors": str(pseudo_vectors), "relevance": str(relevance),
+               "diversity": str(diversity)},
     )
     result.save(out)
-    typer.echo(f"bundle: {result.dims} in {time.perf_counter() - tic:.1f} s -> {out}", err=True)
+    filled = f" (filled with zeros: {'; '.join(result.filled)})" if result.filled else ""
+    typer.echo(f"bundle: {result.dims} in {time.perf_counter() - tic:.1f} s -> {out}{filled}", err=True)
 
 
 def register(app: typer.Typer) -> None:

@@ -24,7 +24,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pa_csv
 
-from srdiv.io import InputError, atomic_path, first_misfit, read_parquet
+from srdiv.io import InputError, atomic_path, first_misfit, integer_misfit, normal_ids, read_parquet, \
+    refuse_header, text_bytes
 from srdiv.metrics.names import TIES
 
 TREC_RUN_FIELDS = ("qid", "Q0", "docno", "rank", "score", "tag")
@@ -49,13 +50,7 @@ def read_fields(path: str | os.PathLike, names: tuple[str, ...], keep: tuple[str
     any other, or one that reader refuses, is split on its bytes with numpy (which names the line).
     """
     path = Path(path)
-    if not path.exists():
-        raise InputError(path, "file not found")
-    data = path.read_bytes()
-    try:
-        data.isascii() or data.decode("utf-8")
-    except UnicodeDecodeError as err:
-        raise InputError(path, f"not a text file ({err.reason})") from None
+    data = text_bytes(path)           # no byte-order mark; not UTF-8 names the line and byte
     keep = keep or names
     if not any(blank in data for blank in (b"\t", b"\r", b"\v", b"\f")):
         try:   # a line of another width is refused; a run of spaces or a blank line gives an empty field
@@ -70,7 +65,7 @@ def read_fields(path: str | os.PathLike, names: tuple[str, ...], keep: tuple[str
             if table.num_rows and all(pc.min(pc.binary_length(column)).as_py() > 0 for column in table.columns):
                 frame = table.select(list(keep)).to_pandas()
                 frame["line"] = np.arange(1, len(frame) + 1)
-                return frame
+                return _checked_fields(frame, path, names)
         except pa.ArrowInvalid:
             pass
     byte = np.frombuffer(data, np.uint8)
@@ -95,6 +90,14 @@ def read_fields(path: str | os.PathLike, names: tuple[str, ...], keep: tuple[str
                                               characters=BLANKS).to_pandas()
                           for name in keep})
     frame["line"] = np.flatnonzero(count) + 1
+    return _checked_fields(frame, path, names)
+
+
+def _checked_fields(frame: pd.DataFrame, path: Path, names: tuple[str, ...]) -> pd.DataFrame:
+    """No header line (:func:`srdiv.io.refuse_header`); qids as srdiv keeps them (:func:`srdiv.io.normal_ids`)."""
+    if "qid" in frame:
+        refuse_header(path, frame["qid"].iloc[0], int(frame["line"].iloc[0]), names)
+        frame["qid"] = normal_ids(frame["qid"])
     return frame
 
 
@@ -112,8 +115,11 @@ def parse_numbers(frame: pd.DataFrame, column: str, path: str | os.PathLike, int
     low, high = bounds or (INT32 if integer else (-np.inf, np.inf))
     numbers, parsed = _numbers(frame[column])
     bad = first_misfit(numbers, integer, low, high)
+    if integer and frame[column].dtype.kind not in "iuf":      # written as ndeval reads an int, or refused
+        misfit = integer_misfit(frame[column])
+        parsed = parsed if misfit is None else min(parsed, misfit)
     if bad is not None or parsed < len(frame):
-        bad = parsed if bad is None else bad
+        bad = parsed if bad is None else min(bad, parsed)
         kind = "an integer" if integer else "a finite number"
         value = frame[column].iloc[bad]
         span = f" in [{low:.0f}, {high:.0f}]" if integer else ""
@@ -315,7 +321,11 @@ def load_run(path: str | os.PathLike, by_score: bool = False) -> pd.DataFrame:
         missing = {"qid", "docno"} - set(run.columns)
         if missing or not {"score", "rank"} & set(run.columns):
             raise InputError(path, f"run table needs qid, docno and score or rank; has {list(run.columns)}")
-        run = run[[c for c in RUN_COLUMNS if c in run]].astype({"qid": str, "docno": str})
+        run = run[[c for c in RUN_COLUMNS if c in run]]
+        for column in ("qid", "docno"):      # a null is an error, not the text 'None'
+            _fail_at_first(run, path, run[column].isna().to_numpy(), lambda i: f"{column} is null")
+        run = run.astype({"qid": str, "docno": str})
+        run["qid"] = normal_ids(run["qid"])
         for column in ("rank", "score"):
             if column in run:
                 run[column] = parse_numbers(run, column, path, integer=column == "rank")

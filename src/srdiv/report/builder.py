@@ -19,7 +19,7 @@ from srdiv.provenance import git_commit, machine
 from srdiv.report import plots
 from srdiv.registry import MODELS
 from srdiv.report.tables import IncompleteEvidence, Table, frame_markdown, per_position_table, results_table
-from srdiv.train.records import check_job, read_curve, read_record
+from srdiv.train.records import check_job, check_run_file, read_curve, read_record
 
 GROUP_TITLES = {
     "initial": "Initial ranking",
@@ -558,6 +558,9 @@ def metric_at_k_from_runs(collection: Path, models_dir: Path, params: dict, max_
         files = [spec.run_file] if spec.run_file else sorted((models_dir / spec.key).glob(f"fold*/{RUN_FILE}"))
         if spec.variant or not files:
             continue
+        for f in files if not spec.run_file else ():     # each job's run is the one its rank.json records
+            if (f.parent / "rank.json").is_file():
+                check_run_file(f.parent, read_record(f.parent / "rank.json"))
         run = pd.concat([read_run(f) for f in files])
         tested = set(folds["qid"]) if spec.run_file else set(run["qid"])
         per_query = evaluate_run(run, qrels[qrels["qid"].isin(tested)], measures)

@@ -45,7 +45,7 @@ import torch
 from srdiv.collection.schema import Collection
 from srdiv.features.bundle import Bundle, BundleDims, FeatureScaler
 from srdiv.features.folds import FoldSplit, fold_queries, fold_split, query_rows
-from srdiv.io import (InputError, atomic_path, claim, existing_file, load_torch, read_json, save_torch, verify,
+from srdiv.io import (InputError, atomic_path, claim, digest, existing_file, load_torch, read_json, save_torch, verify,
                       write_parquet, write_text)
 from srdiv.metrics.runs import RUN_FILE, write_trec_run
 from srdiv.models.base import DiversityModel
@@ -523,8 +523,8 @@ def rank_job(trained: Trained, bundle: Bundle, collection: Collection, fold: int
     """Rank the test queries of trial ``fold`` with a trained model; write ``run.txt`` and ``rank.json``.
 
     The test candidates are standardised with the model's own (training-fold)
-    scaler. ``rank.json`` holds ``rank_ms_per_query``, ``test_queries`` and
-    ``device``. Evaluation is a separate step (``srdiv evaluate --fold``).
+    scaler. ``rank.json`` holds ``rank_ms_per_query``, ``test_queries``,
+    ``device``, the model's record and the run's SHA-256 (``run``). Evaluation is a separate step (``srdiv evaluate --fold``).
     """
     out = Path(out)
     check_identity("--model-dir", trained.record)
@@ -546,6 +546,7 @@ def rank_job(trained: Trained, bundle: Bundle, collection: Collection, fold: int
     timings = {"rank_ms_per_query": rank_ms, "test_queries": len(test), "device": str(device),
                "model": trained.record}
     write_trec_run(run_frame(test, orders), out / RUN_FILE, tag=trained.spec.row)
+    timings["run"] = digest(out / RUN_FILE)       # what gather and report check the run against
     write_text(json.dumps(timings, indent=2) + "\n", out / "rank.json")
     return timings
 

@@ -17,11 +17,13 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import re
 from pathlib import Path
 
 import pandas as pd
 
-from srdiv.io import InputError, check_keys, first_misfit, read_json, read_parquet
+from srdiv.io import InputError, check_keys, digest, first_misfit, read_json, read_parquet, verify
+from srdiv.metrics.runs import RUN_FILE
 
 _INT, _NUM, _STR, _DICT, _LIST = int, float, str, dict, list
 
@@ -78,7 +80,26 @@ def read_record(path: str | Path) -> dict:
             _check(path, point, fields, f"grid[{i}].")
     if path.name == "rank.json":
         _check(path, record["model"], IDENTITY, "model.")
+        if "run" in record and not (isinstance(record["run"], str) and re.fullmatch(r"[0-9a-f]{64}", record["run"])):
+            raise InputError(path, f"'run' must be the SHA-256 of the run (64 hex digits), got {record['run']!r}")
     return record
+
+
+def check_run_file(directory: Path, rank: dict) -> None:
+    """The job's run (``run.txt``) is the one its ``rank.json`` records (``run``, its SHA-256): a run cut
+    short, edited or replaced since it was ranked is one error naming it, never another table or plot. A
+    ``rank.json`` of an srdiv that recorded no digest: the run's entry in its directory's manifest, if any
+    (:func:`srdiv.io.verify`)."""
+    run = directory / RUN_FILE
+    if "run" not in rank:
+        if run.is_file():
+            verify(run, "run")
+        return
+    if not run.is_file():
+        raise InputError(run, "missing: the job's rank.json records a run (rank it again)")
+    if digest(run) != rank["run"]:
+        raise InputError(run, "is not the run its rank.json records (cut short or changed since it was ranked): "
+                              "rank it again")
 
 
 def check_identity(where: str | Path, record: dict | None) -> None:
@@ -110,7 +131,9 @@ def check_job(directory: str | Path, row: str, fold: int, files: tuple[str, ...]
         raise InputError(directory / "hparams.json", f"records row {hparams['row']} fold {hparams['fold']}, but "
                                                      f"lies where row {row} fold {fold} belongs")
     if "rank.json" in files:
-        ranked = read_record(directory / "rank.json")["model"]
+        rank = read_record(directory / "rank.json")
+        check_run_file(directory, rank)
+        ranked = rank["model"]
         if identity(ranked) != identity(hparams):
             raise InputError(directory / "rank.json", f"the run was ranked with a model of row {ranked['row']} fold "
                                                       f"{ranked['fold']} other than the one trained here (its "
