@@ -322,3 +322,20 @@ def test_the_plain_form_loads_neither_pandas_nor_typer(mini, tmp_path):
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines()[0].startswith("NRBP\tall\t") and done.stdout.splitlines()[-1] == "[]"
+
+
+@pytest.mark.parametrize("where", ["run", "qrels"])
+def test_the_plain_form_reads_a_leading_zero_topic_as_the_readers_do(monkeypatch, capsys, tmp_path, where):
+    """Topic ``01`` is topic ``1`` in a run or qrels file, as the readers of srdiv.metrics.runs normalise it: the
+    quick pass hands such a file to them, so the plain form never scores it as an unjudged topic."""
+    qrels = "1 1 d1 1\n1 2 d2 1\n2 1 d3 1\n"
+    run = "1 Q0 d2 1 3.0 t\n1 Q0 d1 2 2.0 t\n2 Q0 d3 1 1.0 t\n"
+    plain = [tmp_path / "q.txt", tmp_path / "r.txt"]
+    plain[0].write_text(qrels)
+    plain[1].write_text(run)
+    zero = [tmp_path / "q0.txt", tmp_path / "r0.txt"]
+    zero[0].write_text(qrels.replace("1 ", "01 ", 1) if where == "qrels" else qrels)
+    zero[1].write_text(run.replace("1 Q0", "01 Q0") if where == "run" else run)
+    outs = [quick(monkeypatch, capsys, *files, "alpha_nDCG@20", "-q") for files in (plain, zero)]
+    assert outs[0][0] == outs[1][0] == 0 and outs[0][1] == outs[1][1], outs
+    assert "alpha_nDCG@20\t1\t" in outs[1][1]

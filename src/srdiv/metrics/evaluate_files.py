@@ -119,6 +119,13 @@ def _repeats(*codes: np.ndarray) -> bool:
     return bool((key[1:] == key[:-1]).any())
 
 
+def _plain_ids(ids: dict) -> None:
+    """:class:`Declined` when a topic id is digits with a leading zero (``01``): the readers of
+    :mod:`srdiv.metrics.runs` read it as ``1`` (:func:`srdiv.io.normal_ids`)."""
+    if any(q[:1] == b"0" and len(q) > 1 and q.isdigit() for q in ids):
+        raise Declined
+
+
 def quick_qrels(path: Path) -> QrelsLabels:
     """:class:`QrelsLabels` of a TREC diversity qrels file (``qid subtopic docno grade``), with
     :func:`srdiv.metrics.runs.read_qrels`' checks; :class:`Declined` where it would refuse the file or
@@ -129,6 +136,7 @@ def quick_qrels(path: Path) -> QrelsLabels:
         docs += itertools.compress(tokens[2::4], (grade > 0).tolist())
         parts.append((_codes(tokens[0::4], qids), _integers(tokens[1::4], 0, INT32 - 1), grade,
                       np.fromiter(map(hash, tokens[2::4]), np.int64, len(tokens) // 4)))
+    _plain_ids(qids)
     topic, sid, grade, docno_hash = (np.concatenate(column) for column in zip(*parts))
     if _repeats(topic, sid, distinct(docno_hash)[1]):
         raise Declined                                  # a (qid, subtopic, docno) judged twice (or two hashes alike)
@@ -168,6 +176,7 @@ def quick_run(path: Path, evaluator: DiversityEvaluator, by_score: bool, ties: s
                       np.fromiter(map(relevant.get, docnos, itertools.repeat(-1)), np.int32, len(docnos)),
                       _integers(tokens[3::6], -INT32, INT32 - 1).astype(np.int32), _floats(tokens[4::6]),
                       np.array(docnos) if by_score else np.zeros(len(docnos), "S1")))   # docnos order ties
+    _plain_ids(topics)
     columns = [list(column) for column in zip(*parts)]
     del parts
     run_topic, docno_hash, doc, rank, score, docno = (np.concatenate(columns.pop(0)) for _ in range(6))
