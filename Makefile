@@ -15,7 +15,7 @@ SMK     = $(BIN)/snakemake --cores $(CORES) --resources gpu=$(GPUS) --rerun-inco
 CONFIG ?=
 export PATH := $(abspath $(BIN)):$(PATH)
 
-.PHONY: install run run-debian run-ablations run-ablations-dssa run-ablations-daletor run-sweeps run-desa-ablations run-oracle run-all smoke unlock test test-slow dvc-yaml trec dvc-repro dvc-smoke
+.PHONY: install run run-debian run-ablations run-ablations-dssa run-ablations-daletor run-sweeps run-desa-ablations run-oracle run-all smoke planted unlock test test-slow dvc-yaml trec dvc-repro dvc-smoke
 
 # constraints.txt pins every package to the versions DESA Table 3's CPU jobs ran under (pipelines/desa-ablations).
 $(STAMP): pyproject.toml constraints.txt
@@ -66,6 +66,12 @@ run-all: $(STAMP)
 ## the whole DAG on ~12 queries, 2 folds, one epoch, a few models (minutes)
 smoke: $(STAMP)
 	$(SMK) --configfile params.yaml config/smoke.yaml $(CONFIG)
+
+## the learning check: every trainable row (and yours: CONFIG=my-row.yaml) on the planted collection, then
+## each row's share of the gap between the initial run and the ideal re-ranking, pass or fail (docs/planted.md)
+planted: $(STAMP)
+	$(SMK) --configfile params.yaml config/planted.yaml $(CONFIG) results/planted/metrics.parquet
+	$(BIN)/srdiv learning-check --metrics results/planted/metrics.parquet --collection work/planted/collection
 
 ## after a hard kill (power loss, kill -9): release the lock Snakemake left, then `make run` resumes
 unlock: $(STAMP)

@@ -7,15 +7,18 @@ document draws from). Its ``candidates`` documents are written from that structu
 - a relevant document is written from one of the query's aspects: its body mixes words of that aspect with
   background words and carries the query word 1 + Poisson(2) times; its title is the query word and two
   aspect words. It is relevant (grade 1) to that subtopic and no other. Half the candidates are relevant,
-  shared among the subtopics in proportion to 1, 1/2, ..., 1/S (the first subtopic dominates);
+  shared among the subtopics in proportion to 1, 1/4, ..., 1/S^2 (the first subtopic dominates: 19, 4, 1,
+  1 of 25 with four subtopics);
 - a non-relevant candidate is written the same way from an aspect the query does not have, with the query
   word Poisson(1) times (it may match the query, as a first-stage false positive does);
 - ``noise`` is the share of each document's aspect words drawn from another aspect instead (any of the
   pool's), and of each suggestion's words;
 - suggestions: per subtopic one level-1 suggestion (the query word and two of its aspect's words) with two
   level-2 children (two more each);
-- the initial run ranks relevant documents above non-relevant and, among the relevant, the dominant
-  subtopic first: score = 2 rel + dominant + noise * N(0, 1), so it is good but not diversified.
+- the initial run scores a document rel + dominant + 2 noise N(0, 1) (rel, dominant: 0 or 1): relevant
+  documents above the others and the dominant subtopic's first, with some of each out of place; good, but
+  not diversified. Its top 20, on which the supervised rows train, holds non-relevant documents and the
+  minor subtopics too (with noise 0 it would hold the dominant subtopic's documents only).
 
 Nothing is planted in the features or vectors: the pipeline's text stages (doc2vec/LDA, pseudo-documents,
 the 18 relevance features, diversity features) derive them from this text, so a model that learns here
@@ -79,8 +82,8 @@ def pseudo_words(rng: np.random.Generator, n: int, taken: set[str]) -> list[str]
 
 
 def subtopic_sizes(relevant: int, subtopics: int) -> np.ndarray:
-    """Relevant documents per subtopic, in proportion to 1, 1/2, ..., 1/S, each at least 1, summing to ``relevant``."""
-    weights = 1.0 / np.arange(1, subtopics + 1)
+    """Relevant documents per subtopic, in proportion to 1, 1/4, ..., 1/S^2, each at least 1, summing to ``relevant``."""
+    weights = 1.0 / np.arange(1, subtopics + 1) ** 2
     sizes = np.maximum(1, np.floor(relevant * weights / weights.sum())).astype(int)
     sizes[0] += relevant - sizes.sum()
     return sizes
@@ -128,7 +131,7 @@ def build_planted(cfg: PlantedConfig) -> Collection:
             docs.append((docno, title, " ".join(body), " ".join(aspect_words(aspect, 3)), f"planted/{qid}/{docno}"))
             for t in range(cfg.subtopics):
                 qrels.append((qid, str(t + 1), docno, int(t == s), int(t == s)))
-            score.append(2.0 * (s >= 0) + 1.0 * (s == 0) + cfg.noise * rng.standard_normal())
+            score.append(1.0 * (s >= 0) + 1.0 * (s == 0) + 2.0 * cfg.noise * rng.standard_normal())
         order = np.argsort(-np.asarray(score), kind="stable")
         run += [(qid, f"pl-{qid}-{i + 1:03d}", r + 1, score[i]) for r, i in enumerate(order)]
     deal = rng.permutation(cfg.queries)

@@ -190,7 +190,7 @@ def learning_check(
     metrics: Path = typer.Option(..., help="Gathered per-query test metrics, e.g. results/planted/metrics.parquet "
                                            "(srdiv gather)."),
     collection: Path = typer.Option(..., help="The collection the rows ran on, e.g. work/planted/collection."),
-    share: float = typer.Option(0.25, help="Share of the gap between the initial run and the ideal re-ranking "
+    share: float = typer.Option(0.05, help="Share of the gap between the initial run and the ideal re-ranking "
                                            "each row must close (docs/planted.md: how it was chosen)."),
     measure: str = typer.Option("alpha_nDCG@20", help="The measure of the gap."),
     depth: int = typer.Option(50, help="Candidates re-ranked per query (params.yaml train.rank_docs)."),
