@@ -190,8 +190,8 @@ def learning_check(
     metrics: Path = typer.Option(..., help="Gathered per-query test metrics, e.g. results/planted/metrics.parquet "
                                            "(srdiv gather)."),
     collection: Path = typer.Option(..., help="The collection the rows ran on, e.g. work/planted/collection."),
-    share: float = typer.Option(0.05, help="Share of the gap between the initial run and the ideal re-ranking "
-                                           "each row must close (docs/planted.md: how it was chosen)."),
+    share: Optional[float] = typer.Option(None, help="Share of the gap between the initial run and the ideal re-ranking "
+                                           "each row must close (default: 0.05, docs/planted.md: how it was chosen)."),
     measure: str = typer.Option("alpha_nDCG@20", help="The measure of the gap."),
     depth: int = typer.Option(50, help="Candidates re-ranked per query (params.yaml train.rank_docs)."),
     rows: Optional[list[str]] = typer.Option(None, "--row", help="Rows to check (repeatable; default: every row "
@@ -201,8 +201,9 @@ def learning_check(
     reaches --share (exit 1 when a row falls short): the planted collection's learning check."""
     from srdiv.collection.schema import load_collection
     from srdiv.io import read_parquet
-    from srdiv.metrics.gap import gap_closed, ideal_values
+    from srdiv.metrics.gap import PLANTED_SHARE, gap_closed, ideal_values
 
+    share = PLANTED_SHARE if share is None else share
     coll = load_collection(collection)
     table = gap_closed(read_parquet(metrics), ideal_values(coll.run, coll.qrels, depth), measure)
     if rows:

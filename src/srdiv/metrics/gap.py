@@ -15,6 +15,11 @@ import pandas as pd
 from srdiv.metrics.diversity import ideal_ranking
 from srdiv.metrics.evaluate import evaluate_run
 
+PLANTED_SHARE = 0.05
+"""The share of the gap each trainable row must close on the planted collection: the smallest share of the room
+above the initial run a supervised diversification row closes on the TREC Web Track in its papers (R-LTR,
+(.403 - .369) / (1 - .369) = .054, DSSA TKDE Table 7), rounded down (docs/planted.md)."""
+
 
 def ideal_run(run: pd.DataFrame, qrels: pd.DataFrame, depth: int) -> pd.DataFrame:
     """The greedy ideal re-ranking ``qid, docno, rank, score`` of each query's top ``depth`` candidates of ``run``."""
