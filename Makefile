@@ -70,7 +70,7 @@ smoke: $(STAMP)
 ## the learning check: every trainable row (and yours: CONFIG=my-row.yaml) on the planted collection, then
 ## each row's share of the gap between the initial run and the ideal re-ranking, pass or fail (docs/planted.md)
 planted: $(STAMP)
-	$(SMK) --configfile params.yaml config/planted.yaml $(CONFIG) results/planted/metrics.parquet
+	$(SMK) results/planted/metrics.parquet --configfile params.yaml config/planted.yaml $(CONFIG)
 	$(BIN)/srdiv learning-check --metrics results/planted/metrics.parquet --collection work/planted/collection
 
 ## after a hard kill (power loss, kill -9): release the lock Snakemake left, then `make run` resumes

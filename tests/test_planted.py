@@ -162,8 +162,8 @@ def planted_gap(tmp_path_factory):
             (work / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(ROOT / name, work / name)
     env = {**os.environ, "PATH": f"{BIN}:{os.environ['PATH']}"}
-    out = subprocess.run([str(BIN / "snakemake"), "--cores", "2", "--resources", "gpu=1", "--configfile",
-                          "params.yaml", "config/planted.yaml", "results/planted/metrics.parquet"],
+    out = subprocess.run([str(BIN / "snakemake"), "results/planted/metrics.parquet", "--cores", "2", "--resources",
+                          "gpu=1", "--configfile", "params.yaml", "config/planted.yaml"],
                          capture_output=True, text=True, cwd=work, env=env)
     assert out.returncode == 0, f"{out.stdout[-3000:]}\n{out.stderr[-3000:]}"
     check = subprocess.run([str(BIN / "srdiv"), "learning-check", "--metrics", "results/planted/metrics.parquet",
