@@ -169,6 +169,7 @@ def planted_gap(tmp_path_factory):
     check = subprocess.run([str(BIN / "srdiv"), "learning-check", "--metrics", "results/planted/metrics.parquet",
                             "--collection", "work/planted/collection"], capture_output=True, text=True, cwd=work,
                            env=env)
+    print(check.stdout + check.stderr)      # each row's line (pytest -s shows it)
     assert check.returncode == (1 if FAILING else 0), check.stdout + check.stderr
     coll = load_collection(work / "work/planted/collection")
     return gap_closed(pd.read_parquet(work / "results/planted/metrics.parquet"),

@@ -15,11 +15,11 @@ document draws from). Its ``candidates`` documents are written from that structu
   pool's), and of each suggestion's words;
 - suggestions: per subtopic one level-1 suggestion (the query word and two of its aspect's words) with two
   level-2 children (two more each);
-- the initial run scores a document rel + dominant + 2 noise N(0, 1) (rel, dominant: 0 or 1): relevant
-  documents above the others and the dominant subtopic's first, with some of each out of place; good, but
-  not diversified. Its top 20, on which the supervised rows train, holds non-relevant documents and the
-  minor subtopics too (with noise 0 it would hold the dominant subtopic's documents only).
-
+- the initial run scores a document 0.5 rel + dominant + 3 noise N(0, 1) (rel, dominant: 0 or 1): the
+  dominant subtopic's documents first, then the other relevant ones, some of each out of place; good, but
+  not diversified. With noise 0.3 its top 20, on which the supervised rows train, holds non-relevant
+  documents (about one in five) and the minor subtopics too; with noise 0 it would hold the dominant
+  subtopic's documents only.
 Nothing is planted in the features or vectors: the pipeline's text stages (doc2vec/LDA, pseudo-documents,
 the 18 relevance features, diversity features) derive them from this text, so a model that learns here
 learns from what the whole pipeline computes. Every candidate is judged, every relevant document is a
@@ -131,7 +131,7 @@ def build_planted(cfg: PlantedConfig) -> Collection:
             docs.append((docno, title, " ".join(body), " ".join(aspect_words(aspect, 3)), f"planted/{qid}/{docno}"))
             for t in range(cfg.subtopics):
                 qrels.append((qid, str(t + 1), docno, int(t == s), int(t == s)))
-            score.append(1.0 * (s >= 0) + 1.0 * (s == 0) + 2.0 * cfg.noise * rng.standard_normal())
+            score.append(0.5 * (s >= 0) + 1.0 * (s == 0) + 3.0 * cfg.noise * rng.standard_normal())
         order = np.argsort(-np.asarray(score), kind="stable")
         run += [(qid, f"pl-{qid}-{i + 1:03d}", r + 1, score[i]) for r, i in enumerate(order)]
     deal = rng.permutation(cfg.queries)
