@@ -15,7 +15,7 @@ SMK     = $(BIN)/snakemake --cores $(CORES) --resources gpu=$(GPUS) --rerun-inco
 CONFIG ?=
 export PATH := $(abspath $(BIN)):$(PATH)
 
-.PHONY: install slurm-smoke dvc-status dvc-remote run run-debian run-ablations run-ablations-dssa run-ablations-daletor run-sweeps run-desa-ablations run-oracle run-all smoke unlock test test-slow dvc-yaml trec dvc-repro dvc-smoke
+.PHONY: install slurm-smoke dvc-status dvc-remote run run-debian run-ablations run-ablations-dssa run-ablations-daletor run-sweeps run-desa-ablations run-oracle run-all smoke planted unlock test test-slow dvc-yaml trec dvc-repro dvc-smoke
 
 # constraints.txt pins every package to the versions DESA Table 3's CPU jobs ran under (pipelines/desa-ablations).
 $(STAMP): pyproject.toml constraints.txt
@@ -71,6 +71,12 @@ smoke: $(STAMP)
 ## (as root; Debian's slurmctld slurmd slurm-client munge), its results compared byte for byte with make smoke's
 slurm-smoke: smoke
 	bash scripts/slurm_smoke.sh
+
+## the learning check: every trainable row (and yours: CONFIG=my-row.yaml) on the planted collection, then
+## each row's share of the gap between the initial run and the ideal re-ranking, pass or fail (docs/planted.md)
+planted: $(STAMP)
+	$(SMK) results/planted/metrics.parquet --configfile params.yaml config/planted.yaml $(CONFIG)
+	$(BIN)/srdiv learning-check --metrics results/planted/metrics.parquet --collection work/planted/collection
 
 ## after a hard kill (power loss, kill -9): release the lock Snakemake left, then `make run` resumes
 unlock: $(STAMP)

@@ -250,8 +250,9 @@ SCHEMA = Check(**{**_record(
     datasets=_table(Check(**{**_record(
         collection=_NAME, representation=_REPRESENTATION, features=_str("text", "dssa-release"),
         dssa_release=_NAME, docs=_NAME,
-        build=_record(kind=_str("subset", "trec-web", "with-suggestions"), source=_NAME, queries=_int(1),
-                      folds=_int(2), extra_docs=_int(0), suggestions=_NAME)).__dict__, "nullable": True})),
+        build=_record(kind=_str("subset", "trec-web", "with-suggestions", "planted"), source=_NAME, queries=_int(1),
+                      folds=_int(2), extra_docs=_int(0), suggestions=_NAME, subtopics=_int(2), candidates=_int(4),
+                      noise=Check("number", 0, 1, above=False, below=True))).__dict__, "nullable": True})),
     collections=_table(_table(_ANY)),      # checked by the builder (WordnetDivConfig: unknown keys are an error)
     embed=_record(
         doc2vec=_record(vector_size=_int(1), window=_int(1), dbow_words=_int(0, 1), alpha=_num(0), min_alpha=_num(0),

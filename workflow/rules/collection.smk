@@ -46,3 +46,17 @@ elif BUILD.get("kind") == "with-suggestions":
         shell:
             "srdiv collection with-suggestions --source {input.source} --suggestions {input.suggestions}"
             " --out {output} 2> {log}"
+
+elif BUILD.get("kind") == "planted":
+
+    rule collection:
+        output:
+            directory(COLLECTION),
+        params:
+            sections=tracked(["seed", f"datasets.{DATASET}"]),
+        log:
+            f"{LOGS}/collection.log",
+        shell:
+            "srdiv collection planted --out {output} --queries {BUILD[queries]} --subtopics {BUILD[subtopics]}"
+            " --candidates {BUILD[candidates]} --noise {BUILD[noise]} --folds {BUILD[folds]} --seed {config[seed]}"
+            " 2> {log}"

@@ -29,6 +29,27 @@ def subset(
     write_collection(subset_collection(coll, queries, folds, seed, extra_docs), out)
 
 
+@collection_app.command("planted")
+def planted(
+    out: Path = typer.Option(..., help="Output collection directory."),
+    queries: int = typer.Option(16, help="Number of queries (all judged)."),
+    subtopics: int = typer.Option(4, help="Subtopics (aspects) per query."),
+    candidates: int = typer.Option(50, help="Documents per query: the initial run's length, half of them relevant."),
+    noise: float = typer.Option(0.3, help="Share of a text's aspect words drawn from another aspect, in [0, 1); "
+                                          "also the initial run's score noise."),
+    folds: int = typer.Option(2, help="Number of folds the queries are dealt into."),
+    seed: int = typer.Option(42, help="Seed of the whole construction."),
+) -> None:
+    """A synthetic collection whose subtopic structure is known: a check that each model learns
+    (docs/planted.md)."""
+    from srdiv.collection.planted import PlantedConfig, build_planted
+    from srdiv.collection.schema import write_collection
+
+    coll = build_planted(PlantedConfig(queries, subtopics, candidates, noise, folds, seed))
+    write_collection(coll, out)
+    typer.echo(f"{len(coll.topics)} queries, {len(coll.subtopics)} subtopics, {len(coll.docs)} documents -> {out}")
+
+
 @collection_app.command("with-suggestions")
 def with_suggestions(
     source: Path = typer.Option(..., help="Collection directory."),

@@ -15,6 +15,7 @@ def register(app: typer.Typer) -> None:
     """Add the metric commands to the CLI."""
     app.command("evaluate")(evaluate)
     app.command("gather")(gather)
+    app.command("learning-check")(learning_check)
 
 
 def evaluate(
@@ -225,3 +226,40 @@ def gather(
                                                     folds, values.get("folds"))], ignore_index=True)
     write_parquet(table, out)
     typer.echo(f"gather: {table['model'].nunique()} models, {table['qid'].nunique()} queries -> {out}", err=True)
+
+
+def learning_check(
+    metrics: Path = typer.Option(..., help="Gathered per-query test metrics, e.g. results/planted/metrics.parquet "
+                                           "(srdiv gather)."),
+    collection: Path = typer.Option(..., help="The collection the rows ran on, e.g. work/planted/collection."),
+    share: Optional[float] = typer.Option(None, help="Share of the gap between the initial run and the ideal re-ranking "
+                                           "each row must close (default: 0.05, docs/planted.md: how it was chosen)."),
+    measure: str = typer.Option("alpha_nDCG@20", help="The measure of the gap."),
+    depth: int = typer.Option(50, help="Candidates re-ranked per query (params.yaml train.rank_docs)."),
+    rows: Optional[list[str]] = typer.Option(None, "--row", help="Rows to check (repeatable; default: every row "
+                                                                  "of --metrics but the initial run)."),
+) -> None:
+    """Each row's share of the gap between the initial run and the ideal re-ranking it closes, and whether it
+    reaches --share (exit 1 when a row falls short): the planted collection's learning check."""
+    from srdiv.collection.schema import load_collection
+    from srdiv.io import read_parquet
+    from srdiv.metrics.gap import PLANTED_SHARE, gap_closed, ideal_values
+
+    share = PLANTED_SHARE if share is None else share
+    coll = load_collection(collection)
+    table = gap_closed(read_parquet(metrics), ideal_values(coll.run, coll.qrels, depth), measure)
+    if rows:
+        missing = sorted(set(rows) - set(table["row"]))
+        if missing:
+            raise typer.BadParameter(f"{metrics} has no rows {missing}", param_hint="--row")
+        table = table[table["row"].isin(rows)]
+    table = table.assign(passed=table["closed"] >= share)
+    typer.echo(f"row\tqueries\t{measure}\tinitial\tideal\tgap closed\t>= {share:g}")
+    for r in table.itertuples():
+        typer.echo(f"{r.row}\t{r.queries}\t{r.value:.4f}\t{r.initial:.4f}\t{r.ideal:.4f}\t{r.closed:.3f}\t"
+                   + ("pass" if r.passed else "FAIL"))
+    failed = list(table.loc[~table["passed"], "row"])
+    typer.echo(f"{len(table) - len(failed)} of {len(table)} rows pass" + (f"; failing: {', '.join(failed)}"
+                                                                          if failed else ""), err=True)
+    if failed:
+        raise typer.Exit(1)
