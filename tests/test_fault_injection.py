@@ -507,7 +507,7 @@ CASES = [
     ("rank: a model made by hand, no weights", hand_model(lambda saved, spec: saved.update(state={})), HAND_RANK,
      "hand/model.pt", "Missing key(s) in state_dict"),
     ("rank: a model made by hand, an unknown model", hand_model(lambda saved, spec: spec["model"].update(
-        name="bogus")), HAND_RANK, "hand/model.pt", "(KeyError: unknown model 'bogus'"),
+        name="bogus")), HAND_RANK, "hand/model.pt", "model 'bogus' is not registered in this process"),
     ("rank: a model made by hand, an unknown argument", hand_model(lambda saved, spec: spec["model"]["args"].update(
         bogus=1)), HAND_RANK, "hand/model.pt", "unexpected keyword argument 'bogus'"),
     ("train: a prior made by hand, no weights", hand_model(lambda saved, spec: saved.update(state={})),

@@ -437,19 +437,6 @@ class MMR(Diversifier):
 
 
 # ---------------------------------------------------------------------------------------------- trained rows
-def check_registered(trained: Trained, where: str | os.PathLike) -> None:
-    """The model of ``trained`` (and of its prior) is registered in this process; else one :class:`InputError`
-    naming the model, its row and how to register it."""
-    while trained is not None:
-        name = trained.spec.model.name
-        if name not in MODELS.names():
-            raise InputError(where, f"row {trained.spec.row}'s model '{name}' is not registered in this process: "
-                                    "import the module that registers it first, as srdiv's commands do for an "
-                                    "overlay's import: list (srdiv.registry.import_components(['my_model.py'], "
-                                    "'my script'), or `import my_package.my_model`)")
-        trained = trained.prior
-
-
 class FoldModels:
     """A trained row: ``<dir>/fold<k>/model.pt`` per trial, each query ranked by the model of the fold that
     tests it (as ``srdiv rank``), or one ``model.pt`` for every query."""
@@ -459,11 +446,8 @@ class FoldModels:
         files = sorted(path.glob(f"fold*/{MODEL_FILE}"))
         if not files:
             self.models, self.fold_of = {None: Trained.load(path)}, None
-            check_registered(self.models[None], path)
             return
         self.models = {int(f.parent.name.removeprefix("fold")): Trained.load(f) for f in files}
-        for fold, trained in self.models.items():
-            check_registered(trained, path / f"fold{fold}" / MODEL_FILE)
         for fold, trained in self.models.items():
             if trained.record["fold"] != fold:      # a model of another fold has seen this fold's test queries
                 raise InputError(path / f"fold{fold}" / MODEL_FILE, f"a model of fold {trained.record['fold']}, "

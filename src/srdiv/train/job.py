@@ -218,6 +218,19 @@ class Trained:
     def save(self, path: str | Path) -> None:
         save_torch(self.to_dict(), path)
 
+    def check_registered(self, where: str | Path) -> None:
+        """The model of this row (and of its prior) is registered in this process; else one :class:`InputError`
+        naming the model, its row and how to register it (a user's model trained with an ``import:`` list)."""
+        trained = self
+        while trained is not None:
+            name = trained.spec.model.name
+            if name not in MODELS.names():
+                raise InputError(where, f"row {trained.spec.row}'s model '{name}' is not registered in this process: "
+                                        "import the module that registers it first, as srdiv's commands do for an "
+                                        "overlay's import: list (srdiv.registry.import_components(['my_model.py'], "
+                                        "'my script'), or `import my_package.my_model`)")
+            trained = trained.prior
+
     @classmethod
     def load(cls, path: str | Path) -> "Trained":
         """Read ``path`` (``model.pt``, or a job directory holding one)."""
@@ -225,6 +238,7 @@ class Trained:
         saved = load_torch(path, "trained model (model.pt of srdiv train)")
         try:
             trained = cls.from_dict(saved)
+            trained.check_registered(path)
             trained.build()      # a model or argument unknown, weights missing or of other shapes (made by hand)
         except (KeyError, TypeError, ValueError, AttributeError, RuntimeError) as err:
             reason = " ".join(str(err.args[0] if isinstance(err, KeyError) and err.args else err).split())
