@@ -228,3 +228,17 @@ def test_ties_keep_the_initial_run_order():
     n_real = batch["doc_mask"].sum(1)
     for row, n in zip(order, n_real):
         assert row[:n].tolist() == list(range(n)) and (row[n:] == -1).all()
+
+
+def test_the_row_reads_the_papers_doc2vec_vectors_on_every_collection():
+    # Section 5.1: query and document vectors from doc2vec, whatever the dataset's default bundle (the planted
+    # collection's is LDA); only the LDA variant reads LDA
+    from pathlib import Path
+
+    from srdiv.experiment import model_spec
+    from srdiv.params import load_params
+
+    params = load_params([Path(__file__).resolve().parents[1] / "params.yaml"])
+    for row in ("MDP-DIV", "MDP-DIV-SRecall", "MDP-DIV-ReturnOnly", "MDP-DIV-M50", "MDP-DIV-K100"):
+        assert model_spec(params, row).representation == "doc2vec", row
+    assert model_spec(params, "MDP-DIV-LDA").representation == "lda"
