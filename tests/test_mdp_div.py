@@ -242,3 +242,38 @@ def test_the_row_reads_the_papers_doc2vec_vectors_on_every_collection():
     for row in ("MDP-DIV", "MDP-DIV-SRecall", "MDP-DIV-ReturnOnly", "MDP-DIV-M50", "MDP-DIV-K100"):
         assert model_spec(params, row).representation == "doc2vec", row
     assert model_spec(params, "MDP-DIV-LDA").representation == "lda"
+
+
+def test_mean_baseline_cancels_returns_every_episode_shares():
+    bundle, batch = _data(queries=3, seed=9)
+    batch["labels"] = torch.ones_like(batch["labels"])   # every order of a list earns the same rewards
+    torch.manual_seed(9)
+    model = MDPDiv(bundle.dims, hidden=3)
+    minibatch = Episodes(np.array([0, 2]), seed=4)
+    plain = Reinforce(episodes=4).loss(model, batch, minibatch)
+    assert plain.item() > 0                               # -G log pi with G > 0 and log pi < 0
+    loss = Reinforce(episodes=4, baseline="mean").loss(model, batch, minibatch)
+    loss.backward()
+    assert loss.item() == pytest.approx(0.0, abs=1e-6)
+    assert all(torch.allclose(p.grad, torch.zeros_like(p), atol=1e-6) for p in model.parameters())
+
+
+def test_mean_baseline_weights_by_hand():
+    bundle, batch = _data(queries=2, docs=4, seed=10, double=True)
+    torch.manual_seed(10)
+    model = MDPDiv(bundle.dims, hidden=2).double()
+    objective = Reinforce(episodes=3, baseline="mean")
+    minibatch = Episodes(np.array([1, 0]), seed=6)
+    # the 3 episodes of each list, as the objective samples them: rows tiled, one sampler
+    tiled = {k: v[torch.as_tensor([1, 0, 1, 0, 1, 0])] for k, v in batch.items()}
+    _, log_probs, rewards = Reinforce().episode(model, tiled, minibatch.seed)
+    g = returns(rewards, 1.0).view(3, 2, -1)
+    want = -((g - g.mean(0)) * log_probs.view(3, 2, -1)).sum() / 6
+    assert objective.loss(model, batch, minibatch).item() == pytest.approx(want.item(), rel=1e-12)
+
+
+def test_reinforce_rejects_a_baseline_it_cannot_form():
+    with pytest.raises(ValueError, match="episodes >= 2"):
+        Reinforce(baseline="mean")
+    with pytest.raises(ValueError, match="baseline must be one of"):
+        Reinforce(baseline="median", episodes=4)
