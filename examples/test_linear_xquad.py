@@ -30,9 +30,12 @@ def test_the_overlay_registers_the_model_and_adds_its_row(params):
 
     assert MODELS.get("linear-xquad") is LinearXQuAD
     assert run_rows(params) == ["Initial", "ListMLE", "xQuAD", "DSSA", "DESA", "LinearXQuAD"]
-    check_rows(params, ["LinearXQuAD"])      # registered, and takes the keywords its row and grid give
+    check_rows(params, ["LinearXQuAD"])      # registered, and takes the keywords its row and ranges give
     spec = model_spec(params, "LinearXQuAD")
-    assert len(spec.grid()) == 4 and spec.model.args == {"lam": 0.5}
+    space = spec.space()                      # searched: lam over [0, 1], the learning rate log-uniform
+    assert list(space) == ["model.args.lam", "optim.args.lr"] and not spec.exhaustive()
+    assert (space["model.args.lam"].low, space["model.args.lam"].high) == (0.0, 1.0) and space["optim.args.lr"].log
+    assert spec.model.args == {"lam": 0.5}
 
 
 def hand_worked(lam: float):

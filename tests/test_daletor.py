@@ -342,3 +342,25 @@ def test_gsf_evaluation_in_chunks_equals_one_pass(bundle, monkeypatch):
     whole = model.list_scores(data)
     monkeypatch.setattr(daletor, "EVAL_CHUNK", 2 * 3 * 3 * bundle.dims.emb)  # two windows per chunk
     assert torch.allclose(model.list_scores(data), whole, rtol=0, atol=1e-6)
+
+
+def test_evaluation_normalises_inputs_by_the_training_statistics():
+    """Ranking (eval mode) standardises the tower's input by the statistics training saw. Three Adagrad steps
+    on one batch, the whole training set: the input batch norm's running mean and variance are that batch's
+    (a cumulative average; PyTorch's default momentum 0.1 would leave them at 1 - 0.9^3 = .27 of the way from
+    (0, 1), so a model trained for a few steps, as on 8 queries, would rank inputs scaled unlike training's)."""
+    bundle = random_bundle(queries=4, docs=7, emb=5, seed=11)
+    data = bundle.to_torch()
+    model = make(bundle, context="none", latent_cross=True)
+    objective = SmoothDiversityLoss()
+    batch = WeightedRows(np.arange(len(bundle)), np.ones(len(bundle)))
+    optimizer = torch.optim.Adagrad(model.parameters(), lr=0.05)
+    for _ in range(3):
+        model.train()
+        optimizer.zero_grad()
+        objective.loss(model, data, batch).backward()
+        optimizer.step()
+    x = model.inputs(data)[data["doc_mask"]].double()
+    first = model.tower.net[0]
+    torch.testing.assert_close(first.running_mean.double(), x.mean(0), rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(first.running_var.double(), x.var(0), rtol=1e-4, atol=1e-6)

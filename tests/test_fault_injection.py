@@ -508,6 +508,8 @@ CASES = [
      "hand/model.pt", "Missing key(s) in state_dict"),
     ("rank: a model made by hand, an unknown model", hand_model(lambda saved, spec: spec["model"].update(
         name="bogus")), HAND_RANK, "hand/model.pt", "model 'bogus' is not registered in this process"),
+    ("rank: a model trained for a device this machine lacks", hand_model(lambda saved, spec: spec["train"].update(
+        device="cuda:7")), HAND_RANK, "--model-dir (row ListMLE's recorded settings)", "train.device is 'cuda:7' but"),
     ("rank: a model made by hand, an unknown argument", hand_model(lambda saved, spec: spec["model"]["args"].update(
         bogus=1)), HAND_RANK, "hand/model.pt", "unexpected keyword argument 'bogus'"),
     ("train: a prior made by hand, no weights", hand_model(lambda saved, spec: saved.update(state={})),

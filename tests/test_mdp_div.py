@@ -165,3 +165,115 @@ def test_epoch_end_reports_sampled_and_argmax_alpha_dcg():
     assert stats["train_argmax"] == pytest.approx(argmax.mean())
     assert stats["test_argmax"] == pytest.approx(argmax[:2].mean())
     assert np.isnan(objective.epoch_end(model)["train_sample"])  # reset after each epoch
+
+
+def test_step_rewards_are_the_alpha_dcg_increments_by_hand():
+    # doc 0 covers subtopic 0, doc 1 subtopics 0 and 1, doc 2 none; episode order 1, 0, 2, then padding
+    labels = np.array([[[1, 0], [1, 1], [0, 0], [0, 0]]], dtype=float)
+    order = np.array([[1, 0, 2, -1]])
+    rewards = step_rewards(labels, order, "alpha_dcg", alpha=0.5)
+    # r_1 = (1 + 1) / log2(2); r_2 = (1 - 0.5)^1 / log2(3) (subtopic 0 seen once); r_3 = 0; padding 0
+    want = [2.0, 0.5 / np.log2(3.0), 0.0, 0.0]
+    np.testing.assert_allclose(rewards, [want], rtol=1e-12)
+    np.testing.assert_allclose(returns(torch.as_tensor(rewards), 1.0).numpy(),
+                               [[2.0 + want[1], want[1], 0.0, 0.0]], rtol=1e-12)
+
+
+def test_rollout_log_probs_are_the_masked_softmax_of_the_ranking_path_state():
+    bundle, batch = _data(seed=6)
+    torch.manual_seed(6)
+    model = MDPDiv(bundle.dims, hidden=3)
+    order, log_probs = model.rollout(batch, torch.Generator().manual_seed(3))
+    candidates = torch.arange(9).expand(6, 9)
+    remaining = batch["doc_mask"].clone()
+    for t in range(9):
+        active = order[:, t] >= 0
+        logits = model.context_scores(batch, order[:, :t], candidates).masked_fill(~remaining, float("-inf"))
+        probs = logits.softmax(1)
+        assert (probs[active][~remaining[active]] == 0).all()   # chosen and padding documents: no probability
+        want = probs[active, order[active, t]].log()
+        assert torch.allclose(log_probs[active, t], want, atol=1e-6)
+        remaining[active, order[active, t]] = False
+
+
+def test_one_update_makes_a_rewarded_episode_more_likely():
+    bundle, batch = _data(queries=1, seed=7)
+    batch["labels"] = torch.ones_like(batch["labels"])   # every action earns a positive return
+    torch.manual_seed(7)
+    model = MDPDiv(bundle.dims, hidden=3)
+    objective = Reinforce()
+    minibatch = Episodes(np.array([0]), seed=5)
+    order, before, _ = objective.episode(model, batch, minibatch.seed)
+    optimizer = torch.optim.SGD(model.parameters(), lr=1e-3)
+    optimizer.zero_grad()
+    objective.loss(model, batch, minibatch).backward()
+    optimizer.step()
+    # log pi of the same action sequence, re-scored with the updated parameters
+    candidates = torch.arange(9)[None]
+    remaining = batch["doc_mask"].clone()
+    total = 0.0
+    with torch.no_grad():
+        for t in range(9):
+            logits = model.context_scores(batch, order[:, :t], candidates).masked_fill(~remaining, float("-inf"))
+            total += float(logits.log_softmax(1)[0, order[0, t]])
+            remaining[0, order[0, t]] = False
+    assert total > float(before.sum())   # gradient ascent on G_t log pi
+
+
+def test_ties_keep_the_initial_run_order():
+    bundle, batch = _data(seed=8)
+    batch["doc_vec"] = torch.ones_like(batch["doc_vec"])   # every candidate scores the same at every step
+    model = MDPDiv(bundle.dims, hidden=3)
+    order = model.rank(batch)
+    n_real = batch["doc_mask"].sum(1)
+    for row, n in zip(order, n_real):
+        assert row[:n].tolist() == list(range(n)) and (row[n:] == -1).all()
+
+
+def test_the_row_reads_the_papers_doc2vec_vectors_on_every_collection():
+    # Section 5.1: query and document vectors from doc2vec, whatever the dataset's default bundle (the planted
+    # collection's is LDA); only the LDA variant reads LDA
+    from pathlib import Path
+
+    from srdiv.experiment import model_spec
+    from srdiv.params import load_params
+
+    params = load_params([Path(__file__).resolve().parents[1] / "params.yaml"])
+    for row in ("MDP-DIV", "MDP-DIV-SRecall", "MDP-DIV-ReturnOnly", "MDP-DIV-M50", "MDP-DIV-K100"):
+        assert model_spec(params, row).representation == "doc2vec", row
+    assert model_spec(params, "MDP-DIV-LDA").representation == "lda"
+
+
+def test_mean_baseline_cancels_returns_every_episode_shares():
+    bundle, batch = _data(queries=3, seed=9)
+    batch["labels"] = torch.ones_like(batch["labels"])   # every order of a list earns the same rewards
+    torch.manual_seed(9)
+    model = MDPDiv(bundle.dims, hidden=3)
+    minibatch = Episodes(np.array([0, 2]), seed=4)
+    plain = Reinforce(episodes=4).loss(model, batch, minibatch)
+    assert plain.item() > 0                               # -G log pi with G > 0 and log pi < 0
+    loss = Reinforce(episodes=4, baseline="mean").loss(model, batch, minibatch)
+    loss.backward()
+    assert loss.item() == pytest.approx(0.0, abs=1e-6)
+    assert all(torch.allclose(p.grad, torch.zeros_like(p), atol=1e-6) for p in model.parameters())
+
+
+def test_mean_baseline_weights_by_hand():
+    bundle, batch = _data(queries=2, docs=4, seed=10, double=True)
+    torch.manual_seed(10)
+    model = MDPDiv(bundle.dims, hidden=2).double()
+    objective = Reinforce(episodes=3, baseline="mean")
+    minibatch = Episodes(np.array([1, 0]), seed=6)
+    # the 3 episodes of each list, as the objective samples them: rows tiled, one sampler
+    tiled = {k: v[torch.as_tensor([1, 0, 1, 0, 1, 0])] for k, v in batch.items()}
+    _, log_probs, rewards = Reinforce().episode(model, tiled, minibatch.seed)
+    g = returns(rewards, 1.0).view(3, 2, -1)
+    want = -((g - g.mean(0)) * log_probs.view(3, 2, -1)).sum() / 6
+    assert objective.loss(model, batch, minibatch).item() == pytest.approx(want.item(), rel=1e-12)
+
+
+def test_reinforce_rejects_a_baseline_it_cannot_form():
+    with pytest.raises(ValueError, match="episodes >= 2"):
+        Reinforce(baseline="mean")
+    with pytest.raises(ValueError, match="baseline must be one of"):
+        Reinforce(baseline="median", episodes=4)

@@ -145,9 +145,8 @@ def test_learning_check_passes_and_fails_rows_by_the_share(tmp_path, monkeypatch
 BIN = Path(os.environ.get("SRDIV_BIN", ROOT / ".venv" / "bin"))
 TRAINABLE = ["ListMLE", "R-LTR", "PAMM", "R-LTR-NTN", "PAMM-NTN", "MDP-DIV", "DALETOR", "DSSA", "HDSSA", "DESA"]
 FAILING = {   # measured on the planted collection (docs/planted.md, Results); strict: a fix turns them into errors
-    "MDP-DIV": "below a random order: REINFORCE does not raise its arg-max rankings in the planted budget",
-    "DALETOR": "below a random order: does not generalise from 8 training queries",
-    "DESA": "at a random order: validation peaks after one epoch",
+    "MDP-DIV": "below a random order: the paper's REINFORCE (no baseline) does not carry its policy to other queries",
+    "DALETOR": "below the initial run: reads the vectors alone, whose relevance direction ranks below the initial run",
 }
 
 
@@ -182,5 +181,5 @@ def planted_gap(tmp_path_factory):
 def test_every_trainable_row_learns_on_the_planted_collection(planted_gap, row):
     """Each trainable row of the main table closes PLANTED_SHARE of the gap between the initial run and the
     ideal re-ranking on the planted collection (config/planted.yaml; the share: docs/planted.md)."""
-    assert planted_gap.loc[row, "queries"] == 24
+    assert planted_gap.loc[row, "queries"] == 60
     assert planted_gap.loc[row, "closed"] >= PLANTED_SHARE, planted_gap.loc[row].to_dict()

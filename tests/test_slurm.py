@@ -68,6 +68,9 @@ def test_slurm_smoke_gives_make_smokes_results(slurm_project):
         _skip_or_fail(log[-2000:])
     assert out.returncode == 0, log[-5000:]
     assert "byte-identical to make smoke's" in log, log[-3000:]
-    allocated = (slurm_project / "work/slurm-smoke/cluster/slurmctld.log").read_text().count("sched: Allocate")
-    assert allocated == log.count("has been submitted with SLURM jobid") > 0, allocated
+    # a job the main scheduler starts logs "sched: Allocate JobId=N", one the backfill scheduler starts
+    # "sched/backfill: _start_job: Started JobId=N"
+    ctld = (slurm_project / "work/slurm-smoke/cluster/slurmctld.log").read_text()
+    started = set(re.findall(r"(?:sched: Allocate|_start_job: Started) JobId=(\d+)", ctld))
+    assert len(started) == log.count("has been submitted with SLURM jobid") > 0, sorted(started)
     assert re.search(r"in partition gpu, [1-9][0-9]* of them with a GPU", log), log[-3000:]

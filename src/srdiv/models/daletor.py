@@ -13,7 +13,8 @@ Equations as implemented (``B`` lists, ``D`` candidates, ``E`` vector size):
   then ReLU (the layout of TF-Ranking's ``create_tower``). Batch statistics
   are taken over the real documents only: the tower runs on the gathered real
   rows ``x[doc_mask]``, so padding never changes a real score, in training or
-  in evaluation.
+  in evaluation; evaluation uses the cumulative average of the training
+  batches' statistics (:class:`Tower`).
 * ``context="none"`` (DNN): ``s_i = tower(x_i)``, a univariate scorer.
 * ``context="din"`` (DIN, Section 4.2, Eqs. 11-13): ``h_0 = ReLU(W_in x_j)`` of
   size ``z`` = ``head_size``; ``L`` = ``layers`` times
@@ -69,14 +70,19 @@ class Tower(nn.Module):
     """``BN(input)``, then ``[Linear, BN, ReLU, Dropout]`` per hidden size, then ``Linear(-> n_out)``.
 
     Runs on rows ``[N, n_in]`` (real documents or real groups only), so the
-    batch statistics never see padding.
+    batch statistics never see padding. The statistics evaluation uses are the
+    cumulative average of every training batch's (``momentum=None``): with an
+    exponential average (PyTorch's momentum 0.1) a run of few steps, such as
+    an epoch of one batch on a few training queries, would rank with statistics
+    still near their initial (0, 1), inputs scaled unlike training's.
     """
 
     def __init__(self, n_in: int, hidden: Sequence[int], n_out: int, dropout: float):
         super().__init__()
-        layers: list[nn.Module] = [nn.BatchNorm1d(n_in)]
+        layers: list[nn.Module] = [nn.BatchNorm1d(n_in, momentum=None)]
         for n_prev, n_next in zip([n_in, *hidden[:-1]], hidden):
-            layers += [nn.Linear(n_prev, n_next), nn.BatchNorm1d(n_next), nn.ReLU(), nn.Dropout(dropout)]
+            layers += [nn.Linear(n_prev, n_next), nn.BatchNorm1d(n_next, momentum=None), nn.ReLU(),
+                       nn.Dropout(dropout)]
         layers.append(nn.Linear(hidden[-1] if hidden else n_in, n_out))
         self.net = nn.Sequential(*layers)
 

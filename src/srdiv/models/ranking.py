@@ -20,11 +20,11 @@ from srdiv.metrics.evaluate import DiversityEvaluator
 from srdiv.models.base import DiversityModel
 
 
-def resolve_device(name: str = "auto") -> torch.device:
+def resolve_device(name: str = "auto", where: str = "params.yaml") -> torch.device:
     """``auto`` picks CUDA when present, else the CPU; any other name is passed to torch.
 
     A name torch does not know, or a CUDA device this machine does not have,
-    is an :class:`~srdiv.io.InputError` on ``train.device`` (before any training).
+    is an :class:`~srdiv.io.InputError` on ``train.device``, naming ``where`` it is set (before any work).
     """
     if name == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
@@ -32,15 +32,15 @@ def resolve_device(name: str = "auto") -> torch.device:
     try:
         device = torch.device(name)
     except (RuntimeError, TypeError):
-        raise InputError("params.yaml", f"train.device '{name}' is not a torch device; {fix}") from None
+        raise InputError(where, f"train.device '{name}' is not a torch device; {fix}") from None
     if device.type == "cuda":
         if not torch.cuda.is_available():
-            raise InputError("params.yaml", f"train.device is '{name}' but no CUDA device is available "
-                                            f"(torch.cuda.is_available() is False); {fix}")
+            raise InputError(where, f"train.device is '{name}' but no CUDA device is available "
+                                    f"(torch.cuda.is_available() is False); {fix}")
         count = torch.cuda.device_count()
         if device.index is not None and device.index >= count:
-            raise InputError("params.yaml", f"train.device is '{name}' but this machine has {count} CUDA "
-                                            f"device(s) (cuda:0 to cuda:{count - 1}); {fix}")
+            raise InputError(where, f"train.device is '{name}' but this machine has {count} CUDA "
+                                    f"device(s) (cuda:0 to cuda:{count - 1}); {fix}")
     return device
 
 

@@ -19,6 +19,14 @@ With ``gamma = 1``, ``G_0`` is alpha-DCG@M (or S-recall@M) of the episode.
 ``return_only=True`` is MDP-DIV(ReturnOnly) (Section 5.3.2): one update per
 episode with the whole return, ``-G_0 sum_t log pi(a_t | s_t)``.
 
+``episodes=n`` samples n episodes of each list per update and averages their
+terms; ``baseline="mean"`` (a measured option, not the paper's estimator,
+which is ``"none"``) subtracts from each episode's weight ``gamma^t G_t`` the
+mean weight of the n episodes of its list at the same step t, the usual
+variance-reducing baseline of REINFORCE (docs/planted.md, MDP-DIV). With
+gamma = 1 every ``G_t`` is >= 0, so without it every sampled action is made
+more likely.
+
 Algorithm 1 moves the parameters after every step t of an episode. Here the
 per-step terms of an episode are summed into one loss and one optimiser step:
 this equals one pass of Algorithm 1's inner loop only if the parameters were
@@ -46,6 +54,7 @@ from srdiv.objectives.base import Objective, take
 from srdiv.registry import OBJECTIVES
 
 REWARDS = ("alpha_dcg", "s_recall")
+BASELINES = ("none", "mean")
 
 
 class Episodes(NamedTuple):
@@ -82,16 +91,27 @@ def returns(rewards: torch.Tensor, gamma: float) -> torch.Tensor:
 
 @OBJECTIVES.register("reinforce")
 class Reinforce(Objective):
-    """Policy gradient on sampled episodes. Params: ``reward``, ``gamma`` (1), ``alpha`` (0.5), ``return_only``.
+    """Policy gradient on sampled episodes. Params: ``reward``, ``gamma`` (1), ``alpha`` (0.5), ``return_only``,
+    ``episodes`` (1) and ``baseline`` (``none``) per list and update.
 
     ``monitor``: named bundles whose arg-max alpha-DCG :meth:`epoch_end` reports.
     """
 
+    ARG_RANGES = {"episodes": "[1, inf)"}
+    """Allowed intervals of the constructor's arguments (:func:`srdiv.registry.check_args`)."""
+
     def __init__(self, reward: str = "alpha_dcg", gamma: float = 1.0, alpha: float = 0.5,
-                 return_only: bool = False, **params: Any):
-        super().__init__(reward=reward, gamma=gamma, alpha=alpha, return_only=return_only, **params)
+                 return_only: bool = False, episodes: int = 1, baseline: str = "none", **params: Any):
+        super().__init__(reward=reward, gamma=gamma, alpha=alpha, return_only=return_only, episodes=episodes,
+                         baseline=baseline, **params)
         if reward not in REWARDS:
             raise ValueError(f"reward must be one of {REWARDS}, got '{reward}'")
+        if baseline not in BASELINES:
+            raise ValueError(f"baseline must be one of {BASELINES}, got '{baseline}'")
+        if baseline == "mean" and episodes < 2:
+            raise ValueError(f"baseline 'mean' needs episodes >= 2 (the mean of one episode is itself), got {episodes}")
+        self.episodes = int(episodes)
+        self.baseline = baseline
         self.reward = reward
         self.gamma = float(gamma)
         self.alpha = float(alpha)
@@ -119,15 +139,22 @@ class Reinforce(Objective):
         return order, log_probs, torch.as_tensor(rewards, dtype=log_probs.dtype, device=device)
 
     def loss(self, model: DiversityModel, data: Batch, minibatch: Episodes) -> torch.Tensor:
-        """``-mean_lists sum_t gamma^t G_t log pi(a_t | s_t)`` (ReturnOnly: ``-G_0 sum_t log pi``)."""
-        batch = take(data, minibatch.rows)
+        """``-mean_lists sum_t gamma^t G_t log pi(a_t | s_t)`` (ReturnOnly: ``-G_0 sum_t log pi``).
+
+        With ``episodes = n`` the mean runs over the n episodes of each list too; ``baseline="mean"``
+        subtracts, per list and step, the mean of the n episodes' weights.
+        """
+        batch = take(data, np.tile(minibatch.rows, self.episodes))   # [n * B]: episode k of list b at k * B + b
         _, log_probs, rewards = self.episode(model, batch, minibatch.seed)
         ret = returns(rewards, self.gamma)
         if self.return_only:
             weight = ret[:, :1].expand_as(ret)
         else:
             weight = self.gamma ** torch.arange(ret.shape[1], device=ret.device, dtype=ret.dtype) * ret
-        return -(weight * log_probs).sum() / len(minibatch.rows)
+        if self.baseline == "mean":
+            weight = weight.view(self.episodes, -1, weight.shape[1])
+            weight = (weight - weight.mean(0, keepdim=True)).view(-1, weight.shape[2])
+        return -(weight * log_probs).sum() / (self.episodes * len(minibatch.rows))
 
     def epoch_end(self, model: DiversityModel) -> dict[str, float]:
         """Mean alpha-DCG@M of this epoch's sampled episodes (``train_sample``) and of arg-max rankings.

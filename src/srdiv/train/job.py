@@ -550,7 +550,7 @@ def rank_job(trained: Trained, bundle: Bundle, collection: Collection, fold: int
         raise InputError("--bundle", f"the model of row {trained.spec.row} was trained on another bundle")
     check_job_dir(out, trained.spec.row, fold, (RUN_FILE, "rank.json"))
     settings = trained.spec.train
-    device = resolve_device(row_device(trained.spec))
+    device = resolve_device(row_device(trained.spec), f"--model-dir (row {trained.spec.row}'s recorded settings)")
     split = fold_split(collection.folds, fold, _folds_file(collection))
     test = trained.scaler.transform(fold_queries(bundle, split.test, settings.rank_docs), inplace=True)
     model = trained.build(device)
