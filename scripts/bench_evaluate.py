@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import platform
 import statistics
 import tempfile
 import time
@@ -37,6 +36,7 @@ import pyndeval
 from srdiv.collection.trec_web import build_trec_web
 from srdiv.metrics.evaluate import MEASURES, DiversityEvaluator
 from srdiv.metrics.runs import load_run, order_run, write_trec_run
+from srdiv.provenance import cpu_name
 
 ROOT = Path(__file__).resolve().parents[1]
 NDEVAL = {"alpha_nDCG": "alpha-nDCG", "ERR_IA": "ERR-IA", "nERR_IA": "nERR-IA", "P_IA": "P-IA",
@@ -56,13 +56,6 @@ def median_ms(fn, repeats: int) -> float:
         times.append(1000 * (time.process_time() - start))
     return statistics.median(times)
 
-
-def cpu_name() -> str:
-    try:
-        return next(line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
-                    if line.startswith("model name"))
-    except (OSError, StopIteration):
-        return platform.processor() or platform.machine()
 
 
 def main() -> None:

@@ -39,6 +39,7 @@ import pyndeval
 from srdiv.metrics.evaluate import MEASURES, DiversityEvaluator
 from srdiv.metrics.evaluate_files import evaluate_files, quick_qrels, quick_run
 from srdiv.metrics.names import parse_measure
+from srdiv.provenance import cpu_name
 
 ROOT = Path(__file__).resolve().parents[1]
 TREC = ROOT / "data" / "external" / "trec-web-2009-2012"
@@ -68,13 +69,6 @@ def ndeval_name(measure: str) -> str:
     base, _, k = measure.partition("@")
     return NDEVAL[base] + (f"@{k}" if k else "")
 
-
-def cpu_name() -> str:
-    try:
-        return next(line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
-                    if line.startswith("model name"))
-    except (OSError, StopIteration):
-        return platform.processor() or platform.machine()
 
 
 def timed_process(command: list[str], report: Path) -> tuple[float, float, float]:

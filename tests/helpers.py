@@ -74,10 +74,8 @@ def write_job(out: Path, row: str, fold: int, hparams: dict | None = None, timin
         (out / name).write_text(json.dumps(record))
 
 
-def cli_output(monkeypatch, capsys, *args) -> tuple[int, str, str]:
-    """Run the real entry point with ``args``; return (exit code, stdout, stderr)."""
-    from srdiv.cli import main
-
+def run_main(main, monkeypatch, capsys, *args) -> tuple[int, str, str]:
+    """Run the entry point ``main`` as the program ``srdiv ARGS``; return (exit code, stdout, stderr)."""
     monkeypatch.setattr(sys, "argv", ["srdiv", *map(str, args)])
     try:
         main()
@@ -86,6 +84,13 @@ def cli_output(monkeypatch, capsys, *args) -> tuple[int, str, str]:
         code = exit_.code
     captured = capsys.readouterr()
     return code, captured.out, captured.err
+
+
+def cli_output(monkeypatch, capsys, *args) -> tuple[int, str, str]:
+    """Run the real command line (:func:`srdiv.cli.main`) with ``args``; return (exit code, stdout, stderr)."""
+    from srdiv.cli import main
+
+    return run_main(main, monkeypatch, capsys, *args)
 
 
 def cli(monkeypatch, capsys, *args) -> tuple[int, str]:

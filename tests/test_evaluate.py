@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from helpers import FIXTURES, ROOT, cli_output
+from helpers import FIXTURES, ROOT, cli_output, run_main
 from srdiv.collection.schema import load_collection
 from srdiv.metrics import evaluate_run
 from srdiv.metrics.runs import order_run
@@ -189,14 +189,7 @@ def quick(monkeypatch, capsys, *args) -> tuple[int, str, str]:
     """``srdiv evaluate ARGS`` as the program runs it (:func:`srdiv.launch.main`: the plain form without typer)."""
     from srdiv.launch import main
 
-    monkeypatch.setattr(sys, "argv", ["srdiv", "evaluate", *map(str, args)])
-    try:
-        main()
-        code = 0
-    except SystemExit as exit_:
-        code = exit_.code
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
+    return run_main(main, monkeypatch, capsys, "evaluate", *args)
 
 
 def test_plain_form_equals_ir_measures_by_score_and_pyndeval_by_rank(wordnet_files, monkeypatch, capsys):
