@@ -6,7 +6,7 @@ for relevant against non-relevant candidates; the mean cosine of two relevant do
 subtopic and of different subtopics; and the share of relevant documents whose nearest level-1 suggestion
 vector (cosine) is their own subtopic's (suggestion i is subtopic i in the planted collection).
 
-    python scripts/measure_planted.py work/planted/bundle/doc2vec.npz work/planted/bundle/lda.npz
+    python benchmarks/measure_planted.py work/planted/bundle/doc2vec.npz work/planted/bundle/lda.npz
 """
 
 from __future__ import annotations
