@@ -70,7 +70,7 @@ smoke: $(STAMP)
 ## the smoke DAG through workflow/profiles/slurm on a one-node SLURM cluster this machine starts and stops
 ## (as root; Debian's slurmctld slurmd slurm-client munge), its results compared byte for byte with make smoke's
 slurm-smoke: smoke
-	bash scripts/slurm_smoke.sh
+	bash workflow/scripts/slurm_smoke.sh
 
 ## the learning check: every trainable row (and yours: CONFIG=my-row.yaml) on the planted collection, then
 ## each row's share of the gap between the initial run and the ideal re-ranking, pass or fail (docs/planted.md)
@@ -110,7 +110,7 @@ dvc-smoke: $(STAMP)
 
 ## which stages of one pipeline are stale and why, in a few lines (make dvc-status PIPELINE=pipelines/<name>/dvc.yaml)
 dvc-status: $(STAMP)
-	$(BIN)/python scripts/dvc_status.py $(PIPELINE)
+	$(BIN)/python workflow/scripts/dvc_status.py $(PIPELINE)
 
 ## a directory on a shared file system as the default DVC remote (make dvc-remote DIR=/shared/srdiv-cache),
 ## written to .dvc/config for everyone who clones (LOCAL=1: .dvc/config.local, this clone only); then

@@ -27,7 +27,7 @@ from helpers import FIXTURES, ROOT
 MINI = FIXTURES / "debian-mini"
 SHIPPED = ROOT / "data" / "collections" / "debian-facets"
 INDEXES = Path(os.environ.get("SRDIV_DEBIAN_INDEXES", ROOT / "work" / "debian-indexes"))
-"""Where scripts/fetch_debian_indexes.sh puts the archive indexes the rebuild test reads."""
+"""Where workflow/scripts/fetch_debian_indexes.sh puts the archive indexes the rebuild test reads."""
 
 # The mini archive (tests/fixtures/debian-mini): "mail" is in the titles of mutt, postfix, exim4
 # (three binaries), evolution and mail-notification; dovecot mentions mail only in its body;
@@ -283,7 +283,7 @@ def test_shipped_card_statistics_match_the_tables(shipped):
 
 @pytest.mark.slow  # about two minutes of CPU: five builds of the whole collection
 @pytest.mark.skipif(not (INDEXES / "InRelease").exists(),
-                    reason=f"Debian's indexes not at {INDEXES} (scripts/fetch_debian_indexes.sh {INDEXES})")
+                    reason=f"Debian's indexes not at {INDEXES} (workflow/scripts/fetch_debian_indexes.sh {INDEXES})")
 def test_rebuild_equals_the_shipped_copy(shipped):
     cfg = _shipped_config()
     ix = read_indexes(INDEXES, cfg.architecture)

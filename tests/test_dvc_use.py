@@ -1,6 +1,6 @@
-"""DVC as a user meets it: a pipeline's status in a few lines (scripts/dvc_status.py, make dvc-status), a
-directory remote (make dvc-remote) that a pipeline's outputs are pushed to and pulled from, and the
-`embed` stage's output the same bytes when built in two fresh clones."""
+"""DVC as a user meets it: a pipeline's status in a few lines (workflow/scripts/dvc_status.py, make
+dvc-status), a directory remote (make dvc-remote) that a pipeline's outputs are pushed to and pulled from, and
+the `embed` stage's output the same bytes when built in two fresh clones."""
 
 import importlib.util
 import os
@@ -13,7 +13,7 @@ import pytest
 
 from helpers import BIN, ROOT, fresh_clone
 
-spec = importlib.util.spec_from_file_location("dvc_status", ROOT / "scripts" / "dvc_status.py")
+spec = importlib.util.spec_from_file_location("dvc_status", ROOT / "workflow" / "scripts" / "dvc_status.py")
 dvc_status = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(dvc_status)
 

@@ -249,13 +249,14 @@ def test_smoke_through_snakemake_and_dvc_gives_same_tables(tmp_path):
 
 
 def _gpu_train_jobs_round_trip(work: Path, machine: Path, env: dict) -> None:
-    """scripts/gpu_train_jobs.sh (docs/running.md): a row's jobs packed in the smoke checkout, trained in a copy
-    of the project with no work/ and no Snakemake on its PATH, and unpacked; Snakemake then trains none of them."""
+    """workflow/scripts/gpu_train_jobs.sh (docs/running.md): a row's jobs packed in the smoke checkout, trained in
+    a copy of the project with no work/ and no Snakemake on its PATH, and unpacked; Snakemake then trains none of
+    them."""
     git = ["git", "-c", "user.name=t", "-c", "user.email=t@t"]
     for args in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "smoke"]):
         subprocess.run(git + args, cwd=work, check=True, capture_output=True)
     (work / "gpu-row.yaml").write_text("run_models+: [DESA-1-1]\n")
-    script = ["bash", "scripts/gpu_train_jobs.sh"]
+    script = ["bash", "workflow/scripts/gpu_train_jobs.sh"]
     overlays = ["examples/linear-xquad.yaml", "gpu-row.yaml"]   # the last run's, then the row's
     setting = {**env, "CONFIG": " ".join(["config/smoke.yaml", *overlays])}
     packed = subprocess.run(script + ["pack", "DESA-1-1"], capture_output=True, text=True, cwd=work,

@@ -1,11 +1,11 @@
-"""scripts/replay_schedule.py: the replay of a DAG under cores and gpu slots, on hand-worked cases."""
+"""workflow/scripts/replay_schedule.py: the replay of a DAG under cores and gpu slots, on hand-worked cases."""
 
 import importlib.util
 import sys
 
 from helpers import ROOT
 
-spec = importlib.util.spec_from_file_location("replay_schedule", ROOT / "scripts" / "replay_schedule.py")
+spec = importlib.util.spec_from_file_location("replay_schedule", ROOT / "workflow" / "scripts" / "replay_schedule.py")
 replay_schedule = sys.modules["replay_schedule"] = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(replay_schedule)
 Job, replay = replay_schedule.Job, replay_schedule.replay

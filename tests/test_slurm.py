@@ -1,5 +1,5 @@
 """make slurm-smoke: the smoke DAG through workflow/profiles/slurm on a one-node SLURM cluster that the test
-starts and stops (scripts/slurm_cluster.sh), with the same results as make smoke, byte for byte."""
+starts and stops (workflow/scripts/slurm_cluster.sh), with the same results as make smoke, byte for byte."""
 
 import os
 import re
@@ -44,7 +44,8 @@ def test_the_cluster_runs_a_job_and_stops_what_it_started(slurm_project):
     state = slurm_project / "cluster"
     job = "sbatch --wait --parsable -p gpu --gpus=1 -o job.out --wrap 'echo ran in $SLURM_JOB_PARTITION with $SLURM_GPUS GPU'"
     pids = f"cat {state}/slurmctld.daemon {state}/slurmd.daemon {state}/munged.pid"
-    out = subprocess.run(["bash", "scripts/slurm_cluster.sh", "run", str(state), "bash", "-c", f"{job} && {pids}"],
+    out = subprocess.run(["bash", "workflow/scripts/slurm_cluster.sh", "run", str(state),
+                          "bash", "-c", f"{job} && {pids}"],
                          capture_output=True, text=True, cwd=slurm_project, timeout=300)
     if out.returncode == 3:
         _skip_or_fail(out.stderr.strip())

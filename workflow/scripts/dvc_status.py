@@ -1,6 +1,6 @@
 """`dvc status` of one pipeline, summarised: which stages are stale and why, in a few lines.
 
-    python scripts/dvc_status.py [dvc.yaml | pipelines/<name>/dvc.yaml]      (make dvc-status)
+    python workflow/scripts/dvc_status.py [dvc.yaml | pipelines/<name>/dvc.yaml]      (make dvc-status)
 
 A bare ``dvc status`` reads every pipeline of the repository (the main table's and each study's) and prints
 each changed file of each stage. This asks DVC for one pipeline's status (``Repo.status`` with that

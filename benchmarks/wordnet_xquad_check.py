@@ -10,7 +10,7 @@ divided by their maximum over the query's candidates (the run's top 50).
 Prints official alpha-nDCG@20 of the initial run, of xQuAD for several
 ``lam``, and of the ideal re-ranking of the candidates.
 
-    python scripts/wordnet_xquad_check.py data/collections/wordnet-div [FIELDS]
+    python benchmarks/wordnet_xquad_check.py data/collections/wordnet-div [FIELDS]
 
 FIELDS (comma-separated, default the whole text) chooses the fields BM25 indexes,
 e.g. ``title,body,url`` (the initial run's fields: no anchor text).

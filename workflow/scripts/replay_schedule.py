@@ -1,12 +1,12 @@
 """Replay the main table's Snakemake DAG with measured per-job times: the expected wall time of a run.
 
-    python scripts/replay_schedule.py [--times docs/job-times.tsv [gpu-job-times/job-times.tsv]] [--cores 2 8 16]
-        [--configfile params.yaml config/main.yaml] [--points docs/job-points.tsv]
-    python scripts/replay_schedule.py --write-points work/wordnet-div/models > docs/job-points.tsv
+    python workflow/scripts/replay_schedule.py [--times docs/job-times.tsv [gpu-job-times/job-times.tsv]]
+        [--cores 2 8 16] [--configfile params.yaml config/main.yaml] [--points docs/job-points.tsv]
+    python workflow/scripts/replay_schedule.py --write-points work/wordnet-div/models > docs/job-points.tsv
 
 The DAG is Snakemake's own (every job of ``snakemake --forceall`` for the settings, with the threads and
 ``gpu`` slots each job declares and the jobs whose outputs it reads). Each job takes its time from
-``--times`` (a TSV written by hand from committed measurements or by ``scripts/gpu_job_times.sh``:
+``--times`` (a TSV written by hand from committed measurements or by ``workflow/scripts/gpu_job_times.sh``:
 ``rule, row, device, seconds, source``; ``row`` ``*`` for every row, ``device`` ``cpu`` or ``cuda``),
 and the replay starts jobs as Snakemake's scheduler may: a job starts when every job it reads from has
 finished and its threads and ``gpu`` slots fit in what is free (``--cores``, ``--resources gpu=N``).
@@ -55,7 +55,7 @@ from srdiv.params import load_params
 from srdiv.train.job import uses_gpu
 from srdiv.dvc_stages import snakemake_jobs
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 ROW_RULES = ("train", "rank", "evaluate")
 """Rules with one job per (row, fold)."""
@@ -134,7 +134,7 @@ def job_seconds(times: pd.DataFrame, job: Job, device: str, fallbacks: set) -> f
 def write_points(models: Path) -> None:
     """Print ``row, fold, epochs`` (the epochs each tune point trained, in grid order) of every job of
     ``models`` (``work/<dataset>/models``) that trained more than one point."""
-    print("# Epochs of each tune point (grid order) of the main table's train jobs, for scripts/replay_schedule.py;")
+    print("# Epochs of each tune point (grid order) of the main table's train jobs, for workflow/scripts/replay_schedule.py;")
     print(f"# written by --write-points from {models}/<row>/fold<k>/hparams.json.")
     print("row\tfold\tepochs")
     for path in sorted(models.glob("*/fold*/hparams.json")):

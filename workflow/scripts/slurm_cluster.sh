@@ -5,11 +5,11 @@
 # every state, log and pid file in one directory (the configuration is also copied to /etc/slurm/slurm.conf,
 # where a job's own srun looks, and removed again; a slurm.conf of another cluster there stops the script).
 #
-#   scripts/slurm_cluster.sh run DIR CMD...   start the cluster in DIR, run CMD with SLURM_CONF set (sbatch,
-#                                             squeue and Snakemake's executor plugin talk to the cluster),
-#                                             stop everything it started, exit with CMD's status
-#   scripts/slurm_cluster.sh start DIR        start it and leave it running (stop it with `stop DIR`)
-#   scripts/slurm_cluster.sh stop DIR         stop what `start DIR` started
+#   workflow/scripts/slurm_cluster.sh run DIR CMD...   start the cluster in DIR, run CMD with SLURM_CONF set (sbatch,
+#                                                      squeue and Snakemake's executor plugin talk to the cluster),
+#                                                      stop everything it started, exit with CMD's status
+#   workflow/scripts/slurm_cluster.sh start DIR        start it and leave it running (stop it with `stop DIR`)
+#   workflow/scripts/slurm_cluster.sh stop DIR         stop what `start DIR` started
 #
 # One such cluster at a time on a machine: it listens on ports 6817-6818 (SLURM_TEST_PORT moves them) and
 # uses /etc/slurm/slurm.conf.
@@ -17,7 +17,7 @@
 # Exit status 3: the cluster cannot start here (not root, a daemon missing, or the node never came up);
 # the reason is on stderr.
 set -euo pipefail
-HERE="$(cd "$(dirname "$0")/.." && pwd)"
+HERE="$(cd "$(dirname "$0")/../.." && pwd)"
 TEMPLATE="$HERE/workflow/slurm-test/slurm.conf.in"      # and gres.conf beside it
 PORT="${SLURM_TEST_PORT:-6817}"      # slurmctld; slurmd listens on the next port
 ETC_CONF=/etc/slurm/slurm.conf       # where SLURM's commands look when SLURM_CONF is not set

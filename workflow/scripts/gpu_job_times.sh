@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Per-job times of the main table on a GPU machine, for scripts/replay_schedule.py.
+# Per-job times of the main table on a GPU machine, for workflow/scripts/replay_schedule.py.
 #
-#   bash scripts/gpu_job_times.sh [OUT_DIR] [fold1|all]     # defaults: gpu-job-times/, fold1
+#   bash workflow/scripts/gpu_job_times.sh [OUT_DIR] [fold1|all]     # defaults: gpu-job-times/, fold1
 #
 # Runs the main table's DAG (params.yaml + config/main.yaml) as a user's workstation would:
 # `snakemake --cores $(nproc) --resources gpu=1`. Phase 1 makes the text stages, the bundles and fold 1's
@@ -22,7 +22,7 @@
 #   machine.txt     nvidia-smi, CPU model and count, torch version, commit
 #   snakemake-*.log the two Snakemake runs' logs (each job's start and end)
 # CONFIG (overlays after config/main.yaml, as `make run CONFIG=...`) changes the settings, for example
-# scripts/gpu_job_times.yaml, which trains doc2vec with the machine's cores so that phase 1 fits a short
+# workflow/scripts/gpu_job_times.yaml, which trains doc2vec with the machine's cores so that phase 1 fits a short
 # lease (the vectors then differ from the committed ones: a timing run, not a result).
 # Needs the pipeline's Python environment (`make install`, or the same packages on PATH) on the GPU
 # machine: it stops in seconds, naming what is missing, if torch, gensim, snakemake or srdiv are not there.

@@ -3,7 +3,7 @@
 # recorded in data/collections/debian-facets/README.md:
 #   InRelease, Packages and Translation-en of bookworm main (amd64), the Debtags vocabulary of `debtags`.
 #
-#   scripts/fetch_debian_indexes.sh OUT_DIR       (then: srdiv collection debian-facets --indexes OUT_DIR ...)
+#   workflow/scripts/fetch_debian_indexes.sh OUT_DIR       (then: srdiv collection debian-facets --indexes OUT_DIR ...)
 #
 # Needs a Debian machine whose apt sources hold bookworm main, and root (apt-get update). Long
 # descriptions are only downloaded with Acquire::Languages=en (many installations turn translations

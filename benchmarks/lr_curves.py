@@ -6,7 +6,7 @@ training), trains it with ``srdiv train`` on the fold, and prints one line per r
 alpha-nDCG@20 at a few epochs, the best epoch and value, and seconds per epoch. Inputs are a finished
 run's bundles and samples (``work/<dataset>``).
 
-    python scripts/lr_curves.py --rows DSSA HDSSA --lrs 0.0003 0.001 0.003 0.01 --point model.args.lam=1.0
+    python benchmarks/lr_curves.py --rows DSSA HDSSA --lrs 0.0003 0.001 0.003 0.01 --point model.args.lam=1.0
 """
 
 from __future__ import annotations

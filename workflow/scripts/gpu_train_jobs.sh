@@ -4,12 +4,12 @@
 # Meant for a study's GPU rows (DESA's Table 3: `CONFIG=config/desa-ablations.yaml`) on a machine reached by
 # short calls that each carry the checkout plus a few MiB, and return a few files.
 #
-#   here:     bash scripts/gpu_train_jobs.sh pack ROW...     inputs and commands into work/gpu-carry/<part>/
-#   GPU:      bash scripts/gpu_train_jobs.sh train OUT       every part carried so far joined and checked, the jobs
-#                                                             trained PARALLEL at a time until LIMIT seconds, the
-#                                                             finished ones packed; OUT gets the first packs
-#   GPU:      bash scripts/gpu_train_jobs.sh fetch OUT       OUT gets the next packs
-#   here:     bash scripts/gpu_train_jobs.sh unpack DIR...   the packs' jobs into work/ and logs/
+#   here:     bash workflow/scripts/gpu_train_jobs.sh pack ROW...     inputs and commands into work/gpu-carry/<part>/
+#   GPU:      bash workflow/scripts/gpu_train_jobs.sh train OUT       every part carried so far joined and checked, the jobs
+#                                                                      trained PARALLEL at a time until LIMIT seconds, the
+#                                                                      finished ones packed; OUT gets the first packs
+#   GPU:      bash workflow/scripts/gpu_train_jobs.sh fetch OUT       OUT gets the next packs
+#   here:     bash workflow/scripts/gpu_train_jobs.sh unpack DIR...   the packs' jobs into work/ and logs/
 #
 # `pack` asks Snakemake (`--until train`, dry run) for the setting's train commands, keeps those of the rows
 # named, and refuses if the dry run would also run another rule (an input here is missing or out of date:
@@ -90,9 +90,9 @@ pack() {
     echo "gpu_train_jobs: $found jobs, inputs in $n parts ($(du -sh "$CARRY" | cut -f1)) under $CARRY"
     echo "  there (a copy of this checkout), one call per part, each while the machine still holds the parts before:"
     echo "    send $CARRY/1 .. $CARRY/$n, one a call, into the same paths there"
-    echo "    with part $n: LIMIT=540 bash scripts/gpu_train_jobs.sh train DIR   (DIR: a folder whose files come back)"
-    echo "    then, while it says packs are left: bash scripts/gpu_train_jobs.sh fetch DIR"
-    echo "  here: bash scripts/gpu_train_jobs.sh unpack DIR...; then the setting's target evaluates and reports"
+    echo "    with part $n: LIMIT=540 bash workflow/scripts/gpu_train_jobs.sh train DIR   (DIR: a folder whose files come back)"
+    echo "    then, while it says packs are left: bash workflow/scripts/gpu_train_jobs.sh fetch DIR"
+    echo "  here: bash workflow/scripts/gpu_train_jobs.sh unpack DIR...; then the setting's target evaluates and reports"
 }
 
 train() {

@@ -5,7 +5,7 @@ For each row, fold and pruner, ``srdiv train`` runs with an overlay that sets ``
 line per job: the chosen trial's validation score, the epochs all trials trained, trials pruned, train
 seconds. Needs the setting's bundle and samples (``snakemake ... config/smoke.yaml`` first)::
 
-    python scripts/measure_search.py --setting config/smoke.yaml --dataset wordnet-div-smoke \\
+    python benchmarks/measure_search.py --setting config/smoke.yaml --dataset wordnet-div-smoke \\
         --rows ListMLE DSSA --folds 1 2 --trials 8 --epochs 10 --out work/measure-search > measured.tsv
 
 ``--estimate measured.tsv`` estimates instead the main table's training time under the search (an

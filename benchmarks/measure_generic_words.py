@@ -10,7 +10,7 @@ candidate words it removes, the queries of the collection it removes (build with
 share of removed labelled words that are generic (precision; the base rate is the first row's) and
 the share of generic words removed (recall).
 
-    python scripts/measure_generic_words.py --indexes work/debian-indexes --wordnet-dir /usr/share/wordnet
+    python benchmarks/measure_generic_words.py --indexes work/debian-indexes --wordnet-dir /usr/share/wordnet
 """
 
 from __future__ import annotations

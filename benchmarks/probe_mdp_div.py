@@ -5,7 +5,7 @@ Algorithm 1) on the queries of two folds, and prints every 10 epochs the arg-max
 alpha-nDCG@20 (against each list's greedy ideal) on the training lists and on the third fold's top 50
 (docs/planted.md, MDP-DIV):
 
-    python scripts/probe_mdp_div.py --bundle work/planted/bundle/doc2vec.npz \\
+    python benchmarks/probe_mdp_div.py --bundle work/planted/bundle/doc2vec.npz \\
         --folds work/planted/collection/folds.parquet --hidden 5 --train-docs 20 --lr 0.1
 """
 

@@ -6,10 +6,10 @@ mini-batch, and, for the rows named with ``--flops``, the achieved FLOP rate of 
 step as a share of the rate this machine reaches on plain matrix products of the same shapes,
 and the matrix-product work of that step per context.
 
-    python scripts/bench_training.py --baseline ../srdiv-before/src [--rows DSSA DESA ...] [--fold 1]
+    python benchmarks/bench_training.py --baseline ../srdiv-before/src [--rows DSSA DESA ...] [--fold 1]
         [--baseline-params ../srdiv-before/params.yaml]    # where the params format changed since
-    python scripts/bench_training.py --rows DSSA DESA --threads 1 2     # torch threads compared instead
-    python scripts/bench_training.py --devices cpu cuda --synthetic    # devices compared, on random data
+    python benchmarks/bench_training.py --rows DSSA DESA --threads 1 2     # torch threads compared instead
+    python benchmarks/bench_training.py --devices cpu cuda --synthetic    # devices compared, on random data
 
 Every implementation runs in a subprocess of its own (``PYTHONPATH`` = its ``src``) on the
 same bundle, one torch thread, one after the other in the same run. Samples are made by

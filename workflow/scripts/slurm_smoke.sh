@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # make slurm-smoke: the smoke DAG through workflow/profiles/slurm on a single-node SLURM cluster that
-# scripts/slurm_cluster.sh starts (and stops) on this machine, in a fresh copy of the project under
+# workflow/scripts/slurm_cluster.sh starts (and stops) on this machine, in a fresh copy of the project under
 # work/slurm-smoke; then its results are compared byte for byte with the checkout's `make smoke` results.
 #
 # The profile is used as a user would use it; only the cluster's own names are given on the command line:
 # the default partition (cpu) and the train jobs' "GPU" partition (gpu), and squeue to poll job states (the
 # test cluster keeps no accounting database, so it has no sacct). CONFIG: overlays, as for make smoke.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 ROOT="$PWD"
 RESULTS=results/wordnet-div-smoke
 MODELS=work/wordnet-div-smoke/models
@@ -34,7 +34,7 @@ run_smoke() {
 }
 export -f run_smoke
 export DEST CONFIG
-bash scripts/slurm_cluster.sh run "$DEST/cluster" bash -c run_smoke
+bash workflow/scripts/slurm_cluster.sh run "$DEST/cluster" bash -c run_smoke
 
 # every job ran under SLURM: the controller's log has an allocation for each, the train jobs in partition gpu,
 # those of rows that may run on CUDA (DESA in the smoke setting) with a GPU

@@ -9,7 +9,7 @@ the vectors alone give a re-ranker that learns nothing: mean alpha-nDCG@20 (agai
 ideal) of the candidates ranked by MMR over the vectors (relevance cos(q, d), redundancy the largest cosine
 with a document above), for lam 0, 0.1, ..., 1 (lam 1 is the cosine order), beside the initial run's.
 
-    python scripts/measure_planted.py work/planted/bundle/doc2vec.npz work/planted/bundle/lda.npz
+    python benchmarks/measure_planted.py work/planted/bundle/doc2vec.npz work/planted/bundle/lda.npz
 """
 
 from __future__ import annotations

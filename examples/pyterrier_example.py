@@ -1,6 +1,6 @@
 """srdiv's diversifiers in one ``pt.Experiment`` on the committed wordnet-div collection (README, "PyTerrier").
 
-    python scripts/pyterrier_example.py [--row DSSA] [--work work/wordnet-div]
+    python examples/pyterrier_example.py [--row DSSA] [--work work/wordnet-div]
 
 Runs, for all 751 queries, with significance tests against the first stage (paired t-test, Holm):
 

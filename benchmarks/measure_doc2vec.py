@@ -9,7 +9,7 @@ the seconds to train and infer. The initial run and a seeded random order are pr
 ``--tables DIR`` adds the vector tables of a finished ``srdiv embed`` / ``srdiv pseudo-docs`` run
 (``DIR/embed/<repr>.parquet``, ``DIR/pseudo_docs/<repr>.parquet``).
 
-    python scripts/measure_doc2vec.py --collection data/collections/wordnet-div --tables work/wordnet-div
+    python benchmarks/measure_doc2vec.py --collection data/collections/wordnet-div --tables work/wordnet-div
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 # one model row trained on each fold with each draw (same seed, epochs, early stopping), then a paired
 # t-test of the test queries' alpha-nDCG@20 over all folds.
 #
-#   bash scripts/compare_sample_draws.sh [ROW] [OUT]      (default DSSA, work/compare-draws)
+#   bash benchmarks/compare_sample_draws.sh [ROW] [OUT]      (default DSSA, work/compare-draws)
 #
 # Needs the dataset's bundles (make run, or snakemake work/wordnet-div/bundle/lda.npz). Extra
 # overlays (e.g. a one-point tuning grid) go in $OVERLAYS as "--params FILE ...".
