@@ -292,12 +292,18 @@ def test_out_formats_hold_the_same_values(mini, monkeypatch, capsys, tmp_path):
 
 
 def test_a_layout_the_quick_reader_declines_gives_the_same_lines(mini, monkeypatch, capsys, tmp_path):
-    """Tabs: read by srdiv.metrics.runs instead, to the same values; a rank written 3.0 is refused there (ndeval's
-    atoi and a number parser read such a field differently once it is 1e3 or 3.5), naming its line."""
+    """Lines ending in ``\\r`` alone: read by srdiv.metrics.runs instead, to the same values; a rank written 3.0
+    is refused there (ndeval's atoi and a number parser read such a field differently once it is 1e3 or 3.5),
+    naming its line."""
+    from srdiv.metrics.evaluate import DiversityEvaluator
+    from srdiv.metrics.quick_read import Declined, quick_qrels, quick_run
+
     run = load_collection(mini / "coll").run
     write_run(run, tmp_path / "run.txt")
-    (tmp_path / "tabs.txt").write_text("".join(f"{q}\tQ0\t{d}\t{r}\t{s!r}\tt\n" for q, d, r, s in
+    (tmp_path / "tabs.txt").write_text("".join(f"{q}\tQ0\t{d}\t{r}\t{s!r}\tt\r" for q, d, r, s in
                                                zip(run["qid"], run["docno"], run["rank"], run["score"])))
+    with pytest.raises(Declined):
+        quick_run(tmp_path / "tabs.txt", DiversityEvaluator(quick_qrels(mini / "qrels.txt")), False, "ndeval")
     outs = [quick(monkeypatch, capsys, mini / "qrels.txt", tmp_path / name, "-q") for name in ("run.txt", "tabs.txt")]
     assert outs[0][0] == 0 and outs[0][1] == outs[1][1] and len(outs[0][1].splitlines()) > 17
     (tmp_path / "float.txt").write_text("".join(f"{q} Q0 {d} {r}.0 {s!r} t\n" for q, d, r, s in
