@@ -1,6 +1,6 @@
 """srdiv's evaluator beside pyndeval on the TREC Web Track Lemur run: medians, ratio, machine.
 
-    python scripts/bench_evaluate.py [--repeats 15]
+    python benchmarks/bench_evaluate.py [--repeats 15]
 
 The collection is built from the vendored TREC files (``data/external/trec-web-2009-2012``: 198 judged
 topics of the 200, the Lemur run of Hu et al.). Two runs: the whole Lemur run (up to 962 documents a

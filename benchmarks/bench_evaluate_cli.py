@@ -1,24 +1,31 @@
 """``srdiv evaluate`` beside the ``ir_measures`` command line and a pyndeval script, end to end and in process.
 
-    python scripts/bench_evaluate_cli.py [--repeats 7] [--big-lines 2000000] [--big-repeats 3]
+    python benchmarks/bench_evaluate_cli.py [--repeats 7] [--big-lines 2000000] [--big-repeats 3]
 
 Inputs: each TREC Web Track year's diversity qrels and the Lemur run of that year
 (``data/external/trec-web-2009-2012``), and a run of ``--big-lines`` lines made here against the 2012
 qrels (every topic, documents drawn from the judged ones and made-up ones, random scores, ranks in score
 order). Every tool computes the seventeen official measures (``srdiv.metrics.evaluate.MEASURES``).
 
-* End to end, one process per call, run one after the other for each repeat: ``srdiv evaluate QRELS RUN
-  MEASURES...``, ``ir_measures QRELS RUN MEASURES...`` and a pyndeval script (the files read line by line
-  into pyndeval's tuples, ``pyndeval.ndeval``, the means printed). CPU seconds (user + system) and peak
-  resident memory of each process come from GNU time (``/usr/bin/time``); wall seconds too.
-* In process (CPU seconds of this process): pyndeval's ``RelevanceEvaluator(qrels, measures).evaluate(run)``
-  on its tuples already in memory; srdiv's :func:`srdiv.metrics.evaluate_files.evaluate_files` from the
-  files (read, checked, ideal rankings built, evaluated); and srdiv from its own coded arrays in memory
-  (``DiversityEvaluator(labels).values(topic, doc, rank)``: ideal rankings built, run evaluated).
-* Values: srdiv's per-query values against pyndeval's on the run ordered by its ranks (pyndeval given the
-  score ``-rank``): the share of values bit-identical, and the largest difference in units in the last place.
+* End to end, one process per call, the three run one after the other in each repeat: ``srdiv evaluate QRELS
+  RUN MEASURES...``, ``ir_measures QRELS RUN MEASURES...`` and a pyndeval script (the files read line by line
+  into pyndeval's tuples, ``pyndeval.ndeval``, the means printed). Each process runs under GNU time
+  (``/usr/bin/time``), which gives its peak resident memory; its CPU seconds (user + system) are those this
+  script reads for the finished GNU time process (``os.wait4``, to the microsecond), less GNU time's own
+  (the median of it running ``true``). All three load compiled bytecode from one cache folder
+  (``PYTHONPYCACHEPREFIX``, filled by a first, untimed call of each): none compiles its sources in the timed calls.
+* In process (CPU seconds of this process), two comparisons. From the files: pyndeval's script's work (the
+  files read into its tuples, then ``RelevanceEvaluator(qrels, measures).evaluate(run)``) beside srdiv's
+  :func:`srdiv.metrics.evaluate_files.evaluate_files` (the files read and checked, the ideal rankings
+  built, the run evaluated). From memory: pyndeval's ``evaluate`` on its tuples already made beside srdiv
+  on its coded arrays (``DiversityEvaluator(labels).values(topic, doc, rank)``: ideal rankings built, run
+  evaluated).
+* Values: srdiv's per-query values against pyndeval's, by rank (pyndeval given the score ``-rank``) and by
+  score (srdiv ``--by-score --ties pyndeval``, pyndeval on the scores, as the script gives them): the share of
+  values bit-identical, and the largest difference in units in the last place.
 
-Medians of the repeats; ratios are the other tool's time over srdiv's (above 1: srdiv faster).
+Medians of the repeats; ratios are the other tool's time (or memory) over srdiv's (above 1: srdiv faster, or
+smaller).
 """
 
 from __future__ import annotations
@@ -37,8 +44,9 @@ import numpy as np
 import pyndeval
 
 from srdiv.metrics.evaluate import MEASURES, DiversityEvaluator
-from srdiv.metrics.evaluate_files import evaluate_files, quick_qrels, quick_run
+from srdiv.metrics.evaluate_files import evaluate_files
 from srdiv.metrics.names import parse_measure
+from srdiv.metrics.quick_read import quick_qrels, quick_run
 from srdiv.provenance import cpu_name
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -70,17 +78,18 @@ def ndeval_name(measure: str) -> str:
     return NDEVAL[base] + (f"@{k}" if k else "")
 
 
-
-def timed_process(command: list[str], report: Path) -> tuple[float, float, float]:
-    """``(CPU s, wall s, peak MB)`` of one process running ``command`` (its output discarded), as GNU
-    time measures it: this process, grown by the tuples it holds, would otherwise lend its own resident
+def timed_process(command: list[str], report: Path, env: dict) -> tuple[float, float, float]:
+    """``(CPU s, wall s, peak MB)`` of one process running ``command`` under GNU time (its output discarded);
+    GNU time gives the peak: this process, grown by the tuples it holds, would otherwise lend its own resident
     memory to the peak of the child it forks."""
-    done = subprocess.run(["/usr/bin/time", "-o", str(report), "-f", "%U %S %e %M", *command],
-                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    if done.returncode != 0:
+    start = time.perf_counter()
+    child = subprocess.Popen(["/usr/bin/time", "-o", str(report), "-f", "%M", *command], env=env,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    _, status, usage = os.wait4(child.pid, 0)
+    wall = time.perf_counter() - start
+    if status != 0:
         raise SystemExit(f"failed: {' '.join(command)}")
-    user, system, wall, peak_kb = map(float, report.read_text().split()[-4:])
-    return user + system, wall, peak_kb / 1024
+    return usage.ru_utime + usage.ru_stime, wall, float(report.read_text().split()[-1]) / 1024
 
 
 def big_run(qrels: Path, lines: int, path: Path) -> None:
@@ -104,17 +113,26 @@ def big_run(qrels: Path, lines: int, path: Path) -> None:
 
 
 def read_pyndeval(qrels: Path, run: Path, by_rank: bool = False):
-    q = [pyndeval.SubtopicQrel(a, b, c, int(g)) for a, b, c, g in (line.split() for line in open(qrels))]
-    r = [pyndeval.ScoredDoc(a, c, -float(rank) if by_rank else float(s))
-         for a, _, c, rank, s, _ in (line.split() for line in open(run))]
+    """The pyndeval script's reading: the files' lines split into pyndeval's tuples."""
+    q = []
+    with open(qrels) as f:
+        for line in f:
+            a, b, c, g = line.split()
+            q.append(pyndeval.SubtopicQrel(a, b, c, int(g)))
+    r = []
+    with open(run) as f:
+        for line in f:
+            a, _, c, rank, s, _ = line.split()
+            r.append(pyndeval.ScoredDoc(a, c, -float(rank) if by_rank else float(s)))
     return q, r
 
 
-def agreement(qrels: Path, run: Path, measures) -> tuple[float, int, int]:
-    """``(share of bit-identical values, largest ulp apart, values compared)`` of srdiv and pyndeval by rank."""
-    q, r = read_pyndeval(qrels, run, by_rank=True)
+def agreement(qrels: Path, run: Path, measures, by_score: bool) -> tuple[float, int, int]:
+    """``(share of bit-identical values, largest ulp apart, values compared)`` of srdiv and pyndeval, by the
+    run's ranks or (``by_score``) by its scores, equal scores by docno ascending as pyndeval orders them."""
+    q, r = read_pyndeval(qrels, run, by_rank=not by_score)
     theirs = pyndeval.RelevanceEvaluator(q, [ndeval_name(m) for m in MEASURES]).evaluate(r)
-    ours = evaluate_files(qrels, run, measures)
+    ours = evaluate_files(qrels, run, measures, by_score, "pyndeval" if by_score else "ndeval")
     mine, other = [], []
     for qid, row in zip(ours.qids, ours.values):
         if qid in theirs:
@@ -123,6 +141,82 @@ def agreement(qrels: Path, run: Path, measures) -> tuple[float, int, int]:
     a, b = np.array(mine), np.array(other)
     ulp = np.abs(a.view(np.int64) - b.view(np.int64))
     return float((ulp == 0).mean()), int(ulp.max()), len(a)
+
+
+def end_to_end(qrels: Path, run: Path, repeats: int, tmp: Path, env: dict, overhead: float) -> dict:
+    """``{tool: [CPU s, wall s, peak MB]}`` medians of ``repeats`` calls of each tool, one after the other."""
+    commands = {
+        "srdiv evaluate": [str(BIN / "srdiv"), "evaluate", str(qrels), str(run), *MEASURES],
+        "ir_measures": [str(BIN / "ir_measures"), str(qrels), str(run), *MEASURES],
+        "pyndeval script": [sys.executable, str(tmp / "pyndeval_script.py"), str(qrels), str(run),
+                            *[ndeval_name(m) for m in MEASURES]],
+    }
+    samples = {name: [] for name in commands}
+    for name, command in commands.items():         # bytecode into the cache folder, untimed
+        timed_process(command, tmp / "time.txt", env)
+    for _ in range(repeats):
+        for name, command in commands.items():
+            samples[name].append(timed_process(command, tmp / "time.txt", env))
+    return {n: [statistics.median(s[i] for s in v) - (overhead if i == 0 else 0) for i in range(3)]
+            for n, v in samples.items()}
+
+
+def in_process(qrels: Path, run: Path, measures, repeats: int) -> dict:
+    """CPU seconds (medians of ``repeats``) of each tool's work in this process, from the files and from memory."""
+    names = [ndeval_name(m) for m in MEASURES]
+    labels = quick_qrels(qrels)
+    coded = quick_run(run, DiversityEvaluator(labels), False, "ndeval")
+    times = {"pyndeval, files": [], "srdiv, files": [], "pyndeval, memory": [], "srdiv, memory": []}
+    for _ in range(repeats):
+        start = time.process_time()
+        q, r = read_pyndeval(qrels, run)
+        read = time.process_time()
+        pyndeval.RelevanceEvaluator(q, names).evaluate(r)
+        done = time.process_time()
+        times["pyndeval, files"].append(done - start)
+        times["pyndeval, memory"].append(done - read)
+        del q, r
+        start = time.process_time()
+        evaluate_files(qrels, run, measures)
+        times["srdiv, files"].append(time.process_time() - start)
+        start = time.process_time()
+        DiversityEvaluator(labels).values(coded.topic, coded.doc, coded.rank)
+        times["srdiv, memory"].append(time.process_time() - start)
+    return {n: statistics.median(v) for n, v in times.items()}
+
+
+def gnu_time_overhead(tmp: Path, env: dict) -> float:
+    """Median CPU seconds of GNU time running ``true``: its own share of every timed call."""
+    return statistics.median(timed_process(["true"], tmp / "time.txt", env)[0] for _ in range(21))
+
+
+def print_tables(args, load: tuple[float, float], overhead: float, end: list, inproc: list, agree: list) -> None:
+    print(f"Machine: {cpu_name()}, {os.cpu_count()} cores, load average {load[0]:.1f} at the start, "
+          f"{os.getloadavg()[0]:.1f} at the end; numpy {np.__version__}, Python {platform.python_version()}; "
+          f"medians of {args.repeats} repeats ({args.big_repeats} for the big run); GNU time's own "
+          f"{1000 * overhead:.1f} ms subtracted from each CPU time.\n")
+    print("End to end, one process each: CPU s (wall s), peak MB; ratio = the other's / srdiv's\n")
+    print("| run | lines | srdiv evaluate | ir_measures | ratio | pyndeval script | ratio "
+          "| srdiv MB | ir_measures MB | ratio | pyndeval MB | ratio |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for label, lines, t in end:
+        s, i, p = t["srdiv evaluate"], t["ir_measures"], t["pyndeval script"]
+        print(f"| {label} | {lines:,} | {s[0]:.3f} ({s[1]:.3f}) | {i[0]:.3f} ({i[1]:.3f}) | {i[0] / s[0]:.2f}x "
+              f"| {p[0]:.3f} ({p[1]:.3f}) | {p[0] / s[0]:.2f}x | {s[2]:.1f} | {i[2]:.1f} | {i[2] / s[2]:.2f} "
+              f"| {p[2]:.1f} | {p[2] / s[2]:.2f} |")
+    print("\nIn process, CPU ms. From the files: pyndeval = the script's reading into tuples + its evaluation; "
+          "srdiv = evaluate_files (read, checked, ideal rankings built, evaluated). From memory: pyndeval on its "
+          "tuples; srdiv on its coded arrays (ideal rankings built, evaluated)\n")
+    print("| run | pyndeval, files | srdiv, files | ratio | pyndeval, memory | srdiv, memory | ratio |")
+    print("|---|---:|---:|---:|---:|---:|---:|")
+    for label, t in inproc:
+        pf, sf, pm, sm = (1000 * t[k] for k in ("pyndeval, files", "srdiv, files", "pyndeval, memory", "srdiv, memory"))
+        print(f"| {label} | {pf:.1f} | {sf:.1f} | {pf / sf:.1f}x | {pm:.1f} | {sm:.1f} | {pm / sm:.1f}x |")
+    print("\nValues against pyndeval, every judged topic and measure\n")
+    print("| run | order | values | bit-identical | largest difference |")
+    print("|---|---|---:|---:|---:|")
+    for label, order, share, ulp, n in agree:
+        print(f"| {label} | {order} | {n} | {100 * share:.1f} % | {ulp} ulp |")
 
 
 def main() -> None:
@@ -135,8 +229,10 @@ def main() -> None:
     load = os.getloadavg()
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
-        script = tmp / "pyndeval_script.py"
-        script.write_text(PYNDEVAL_SCRIPT)
+        env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+        env["PYTHONPYCACHEPREFIX"] = str(tmp / "pycache")
+        (tmp / "pyndeval_script.py").write_text(PYNDEVAL_SCRIPT)
+        overhead = gnu_time_overhead(tmp, env)
         inputs = [(f"wt{y}", TREC / "qrels" / f"{y}.diversity.qrels", TREC / "runs" / f"wt{y}.txt", args.repeats)
                   for y in (2009, 2010, 2011, 2012)]
         if args.big_lines:
@@ -145,58 +241,12 @@ def main() -> None:
                            args.big_repeats))
         end, inproc, agree = [], [], []
         for label, qrels, run, repeats in inputs:
-            commands = {
-                "srdiv evaluate": [str(BIN / "srdiv"), "evaluate", str(qrels), str(run), *MEASURES],
-                "ir_measures": [str(BIN / "ir_measures"), str(qrels), str(run), *MEASURES],
-                "pyndeval script": [sys.executable, str(script), str(qrels), str(run),
-                                    *[ndeval_name(m) for m in MEASURES]],
-            }
-            samples = {name: [] for name in commands}
-            for _ in range(repeats):
-                for name, command in commands.items():
-                    samples[name].append(timed_process(command, tmp / "time.txt"))
-            end.append((label, sum(1 for _ in open(run)), {n: [statistics.median(s[i] for s in v) for i in range(3)]
-                                                           for n, v in samples.items()}))
-            q, r = read_pyndeval(qrels, run)
-            names = [ndeval_name(m) for m in MEASURES]
-            labels = quick_qrels(qrels)
-            coded = quick_run(run, DiversityEvaluator(labels), False, "ndeval")
-            times = {"pyndeval": [], "srdiv": [], "srdiv coded": []}
-            for _ in range(repeats):
-                start = time.process_time()
-                pyndeval.RelevanceEvaluator(q, names).evaluate(r)
-                times["pyndeval"].append(time.process_time() - start)
-                start = time.process_time()
-                evaluate_files(qrels, run, measures)
-                times["srdiv"].append(time.process_time() - start)
-                start = time.process_time()
-                DiversityEvaluator(labels).values(coded.topic, coded.doc, coded.rank)
-                times["srdiv coded"].append(time.process_time() - start)
-            inproc.append((label, {n: statistics.median(v) for n, v in times.items()}))
-            agree.append((label, *agreement(qrels, run, measures)))
-    print(f"Machine: {cpu_name()}, {os.cpu_count()} cores, load average {load[0]:.1f} at the start, "
-          f"{os.getloadavg()[0]:.1f} at the end; numpy {np.__version__}, Python {platform.python_version()}; "
-          f"medians of {args.repeats} repeats ({args.big_repeats} for the big run).\n")
-    print("End to end, one process each: CPU s (wall s), peak MB; ratio = the other's CPU s / srdiv's\n")
-    print("| run | lines | srdiv evaluate | ir_measures | ratio | pyndeval script | ratio "
-          "| srdiv MB | ir_measures MB | pyndeval MB |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
-    for label, lines, t in end:
-        s, i, p = t["srdiv evaluate"], t["ir_measures"], t["pyndeval script"]
-        print(f"| {label} | {lines:,} | {s[0]:.3f} ({s[1]:.3f}) | {i[0]:.3f} ({i[1]:.3f}) | {i[0] / s[0]:.2f}x "
-              f"| {p[0]:.3f} ({p[1]:.3f}) | {p[0] / s[0]:.2f}x | {s[2]:.0f} | {i[2]:.0f} | {p[2]:.0f} |")
-    print("\nIn process, CPU ms: pyndeval from its tuples in memory; srdiv from the files, and from its coded "
-          "arrays in memory (evaluator made, run evaluated)\n")
-    print("| run | pyndeval | srdiv, files | ratio | srdiv, coded | ratio |")
-    print("|---|---:|---:|---:|---:|---:|")
-    for label, t in inproc:
-        p, f, c = (1000 * t[k] for k in ("pyndeval", "srdiv", "srdiv coded"))
-        print(f"| {label} | {p:.1f} | {f:.1f} | {p / f:.1f}x | {c:.1f} | {p / c:.1f}x |")
-    print("\nValues against pyndeval by rank\n")
-    print("| run | values | bit-identical | largest difference |")
-    print("|---|---:|---:|---:|")
-    for label, share, ulp, n in agree:
-        print(f"| {label} | {n} | {100 * share:.1f} % | {ulp} ulp |")
+            lines = sum(1 for _ in open(run))
+            end.append((label, lines, end_to_end(qrels, run, repeats, tmp, env, overhead)))
+            inproc.append((label, in_process(qrels, run, measures, repeats)))
+            for by_score in (False, True):
+                agree.append((label, "by score" if by_score else "by rank", *agreement(qrels, run, measures, by_score)))
+    print_tables(args, load, overhead, end, inproc, agree)
 
 
 if __name__ == "__main__":

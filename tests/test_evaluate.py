@@ -292,12 +292,18 @@ def test_out_formats_hold_the_same_values(mini, monkeypatch, capsys, tmp_path):
 
 
 def test_a_layout_the_quick_reader_declines_gives_the_same_lines(mini, monkeypatch, capsys, tmp_path):
-    """Tabs: read by srdiv.metrics.runs instead, to the same values; a rank written 3.0 is refused there (ndeval's
-    atoi and a number parser read such a field differently once it is 1e3 or 3.5), naming its line."""
+    """Lines ending in ``\\r`` alone: read by srdiv.metrics.runs instead, to the same values; a rank written 3.0
+    is refused there (ndeval's atoi and a number parser read such a field differently once it is 1e3 or 3.5),
+    naming its line."""
+    from srdiv.metrics.evaluate import DiversityEvaluator
+    from srdiv.metrics.quick_read import Declined, quick_qrels, quick_run
+
     run = load_collection(mini / "coll").run
     write_run(run, tmp_path / "run.txt")
-    (tmp_path / "tabs.txt").write_text("".join(f"{q}\tQ0\t{d}\t{r}\t{s!r}\tt\n" for q, d, r, s in
+    (tmp_path / "tabs.txt").write_text("".join(f"{q}\tQ0\t{d}\t{r}\t{s!r}\tt\r" for q, d, r, s in
                                                zip(run["qid"], run["docno"], run["rank"], run["score"])))
+    with pytest.raises(Declined):
+        quick_run(tmp_path / "tabs.txt", DiversityEvaluator(quick_qrels(mini / "qrels.txt")), False, "ndeval")
     outs = [quick(monkeypatch, capsys, mini / "qrels.txt", tmp_path / name, "-q") for name in ("run.txt", "tabs.txt")]
     assert outs[0][0] == 0 and outs[0][1] == outs[1][1] and len(outs[0][1].splitlines()) > 17
     (tmp_path / "float.txt").write_text("".join(f"{q} Q0 {d} {r}.0 {s!r} t\n" for q, d, r, s in
@@ -337,3 +343,78 @@ def test_the_plain_form_reads_a_leading_zero_topic_as_the_readers_do(monkeypatch
     outs = [quick(monkeypatch, capsys, *files, "alpha_nDCG@20", "-q") for files in (plain, zero)]
     assert outs[0][0] == outs[1][0] == 0 and outs[0][1] == outs[1][1], outs
     assert "alpha_nDCG@20\t1\t" in outs[1][1]
+
+
+def _variant(text: str, layout: str) -> str:
+    """``text`` (single spaces, ``\\n``) written in another layout the quick pass reads."""
+    if layout == "tabs":
+        return text.replace(" ", "\t")
+    if layout == "blanks":      # runs of blanks, a blank line, blanks at a line's ends
+        return "\n" + text.replace(" ", " \t ").replace("\n", "  \n", 1)
+    if layout == "crlf":
+        return text.replace("\n", "\r\n")
+    return text.rstrip("\n") if layout == "no last newline" else text
+
+
+@pytest.mark.parametrize("layout", ["plain", "tabs", "blanks", "crlf", "no last newline"])
+def test_the_quick_pass_gives_the_full_readers_values(wordnet_files, tmp_path, layout):
+    """Every layout ndeval reads and the quick pass reads: the same per-query values bit for bit and the same
+    tie count as the full reader (srdiv.metrics.runs), by rank and by score with either tie rule; the run's
+    scores written in the forms a float parser reads (signs, exponents, 17 digits, no digit before the dot)."""
+    from srdiv.metrics.evaluate import DiversityEvaluator, qrels_labels
+    from srdiv.metrics.evaluate_files import full_run
+    from srdiv.metrics.quick_read import quick_qrels, quick_run
+    from srdiv.metrics.runs import read_qrels
+
+    coll, qrels, run = wordnet_files
+    forms = ["{!r}", "{:+.3e}", "{:.6f}", "{:.0f}", "{:.25f}"]
+    text = "".join(f"{q} Q0 {d} {'+' if i % 7 == 0 else ''}{r} {forms[i % 5].format(s).replace('0.', '.', i % 2)} t\n"
+                   for i, (q, d, r, s) in enumerate(zip(coll.run["qid"], coll.run["docno"], coll.run["rank"],
+                                                        coll.run["score"])))
+    (tmp_path / "run.txt").write_text(_variant(text, layout))
+    (tmp_path / "qrels.txt").write_text(_variant(qrels.read_text(), layout))
+    labels = quick_qrels(tmp_path / "qrels.txt")
+    full = qrels_labels(read_qrels(tmp_path / "qrels.txt"))
+    assert labels.qids == full.qids and list(labels.docnos.astype(str)) == full.docnos.to_pylist()
+    for by_score, ties in ((False, "ndeval"), (True, "ndeval"), (True, "pyndeval")):
+        evaluator = DiversityEvaluator(labels)
+        quick = quick_run(tmp_path / "run.txt", evaluator, by_score, ties)
+        slow = full_run(tmp_path / "run.txt", evaluator, by_score, ties)
+        ours, theirs = (evaluator.values(c.topic, c.doc, c.rank) for c in (quick, slow))
+        assert np.array_equal(ours.view(np.int64), theirs.view(np.int64)) and quick.tied == slow.tied > 0
+
+
+@pytest.mark.parametrize("line, declined", [
+    ("1 Q0 d9 4 2.5 t", False), ("1 Q0 d9 4 1_0 t", True), ("1 Q0 d9 4 nan t", True), ("1 Q0 d9 4 0x1 t", True),
+    ("1 Q0 d9 4 1e400 t", True), ("1 Q0 d9 4.0 2.5 t", True), ("1 Q0 d1 4 2.5 t", True), ("1 Q0 d9 3 2.5 t", True),
+    ("1 Q0 d9 4 2.5", True), ("1 Q0 d9 4 2.5 t\rx", True), ("1 Q0 d\0 4 2.5 t", True), ("01 Q0 d9 4 2.5 t", True),
+    ("1 Q0 d9 123456789 2.5 t", True),
+])
+def test_the_quick_pass_declines_what_it_does_not_read_as_the_full_reader(tmp_path, line, declined):
+    """A number it cannot read, a docno or rank twice, another width, a lone ``\\r``, NUL, topic ``01``, a rank
+    of nine digits: the quick pass hands the file to the full reader (which reads it or names the line)."""
+    from srdiv.metrics.evaluate import DiversityEvaluator
+    from srdiv.metrics.quick_read import Declined, quick_qrels, quick_run
+
+    (tmp_path / "qrels.txt").write_text("1 1 d1 1\n1 2 d2 1\n")
+    (tmp_path / "run.txt").write_text(f"1 Q0 d1 1 3.0 t\n1 Q0 d2 2 3 t\n1 Q0 d3 3 2.5 t\n{line}\n")
+    evaluator = DiversityEvaluator(quick_qrels(tmp_path / "qrels.txt"))
+    if declined:
+        with pytest.raises(Declined):
+            quick_run(tmp_path / "run.txt", evaluator, False, "ndeval")
+    else:
+        assert quick_run(tmp_path / "run.txt", evaluator, False, "ndeval").tied == 1
+
+
+def test_scores_are_the_numbers_a_float_parser_reads(tmp_path):
+    """Digits over a power of ten (up to 8 on each side of the dot), or numpy's parser for any other form: the
+    same float as Python's ``float`` bit for bit, on random numbers written with 1 to 17 digits."""
+    from srdiv.metrics.quick_read import _blocks, _floats
+
+    rng = np.random.default_rng(5)
+    values = rng.normal(size=3000) * 10.0 ** rng.integers(-9, 9, 3000)
+    texts = [f"{v:.{rng.integers(0, 17)}f}" if i % 3 else repr(float(v)) for i, v in enumerate(values)]
+    texts += ["-0", "+.5", "5.", "-.25", "00012.50", "99999999.99999999", "9007199254740993", "1E5", "1.5e-7"]
+    (tmp_path / "run.txt").write_text("".join(f"1 Q0 d{i} {i + 1} {t} x\n" for i, t in enumerate(texts)))
+    read = np.concatenate([_floats(block, 4) for block in _blocks(tmp_path / "run.txt", 6)])
+    assert np.array_equal(read.view(np.int64), np.array([float(t) for t in texts]).view(np.int64))
