@@ -145,8 +145,10 @@ def test_learning_check_passes_and_fails_rows_by_the_share(tmp_path, monkeypatch
 BIN = Path(os.environ.get("SRDIV_BIN", ROOT / ".venv" / "bin"))
 TRAINABLE = ["ListMLE", "R-LTR", "PAMM", "R-LTR-NTN", "PAMM-NTN", "MDP-DIV", "DALETOR", "DSSA", "HDSSA", "DESA"]
 FAILING = {   # measured on the planted collection (docs/planted.md, Results); strict: a fix turns them into errors
-    "MDP-DIV": "below a random order: the paper's REINFORCE (no baseline) does not carry its policy to other queries",
-    "DALETOR": "below the initial run: reads the vectors alone, whose relevance direction ranks below the initial run",
+    "MDP-DIV": "below a random order: fits its training lists, does not carry its policy to other queries "
+               "(at 180 queries .557 against the initial run's .620)",
+    "DALETOR": "below the initial run with 20 training queries; passes with 60 (180 queries: .662 against .620); "
+               "untrained MMR over the same vectors reaches .787",
 }
 
 
