@@ -60,7 +60,7 @@ def worker(args: argparse.Namespace) -> dict:
     from srdiv.train.trainer import make_optimizer
 
     try:  # each implementation configures torch as its own `srdiv train` does
-        from srdiv.train.commands import configure_torch
+        from srdiv.cli.train import configure_torch
     except ImportError:
         configure_torch = torch.set_num_threads
     try:

@@ -53,7 +53,7 @@ import pandas as pd
 from srdiv.experiment import model_specs
 from srdiv.params import load_params
 from srdiv.train.job import uses_gpu
-from srdiv.dvc_stages import snakemake_jobs
+from srdiv.cli.dvc_stages import snakemake_jobs
 
 ROOT = Path(__file__).resolve().parents[1]
 

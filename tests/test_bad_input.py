@@ -8,7 +8,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from srdiv.cli import main
+from srdiv.cli.main import main
 from srdiv.io import InputError
 from srdiv.metrics import evaluate_run, read_run, write_trec_run
 from helpers import FIXTURES, cli

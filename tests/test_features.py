@@ -9,7 +9,7 @@ import scipy.sparse as sp
 import yaml
 from typer.testing import CliRunner
 
-from srdiv.cli import app
+from srdiv.cli.main import app
 from srdiv.features.assemble import build_bundle
 from srdiv.features.bundle import Bundle
 from srdiv.features.diversity import (

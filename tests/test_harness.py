@@ -17,14 +17,14 @@ import yaml
 from typer.testing import CliRunner
 
 from helpers import ROOT
-from srdiv.cli import app, main
+from srdiv.cli.main import app, main
 from srdiv.collection.schema import Collection, write_collection
 from srdiv.experiment import Component, ModelSpec, model_spec
 from srdiv.features.bundle import random_bundle
 from srdiv.features.folds import fold_split
 from srdiv.io import InputError
 from srdiv.metrics import evaluate_run, read_run
-from srdiv.metrics.gather import gather_metrics
+from srdiv.report.gather import gather_metrics
 from srdiv.models.base import DiversityModel
 from srdiv.models.initial import InitialRanking
 from srdiv.models.listmle import ListMLE

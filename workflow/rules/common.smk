@@ -4,7 +4,7 @@ from srdiv.sampling.samples import samples_key
 from srdiv.params import REPRESENTATIONS, dataset_settings, lineage, load_params, lookup, merge, setting_files, validate
 from srdiv.experiment import model_specs, run_rows
 from srdiv.text.defaults import stage_params
-from srdiv.metrics.gather import reference_runs
+from srdiv.report.gather import reference_runs
 from srdiv.train.job import check_rows, tune_workers, uses_gpu
 
 # The setting is params.yaml (and config/main.yaml when no setting is named: the Snakefile's MAIN_TABLE) and

@@ -7,7 +7,7 @@ from typing import Optional
 
 import typer
 
-from srdiv.options import PARAMS
+from srdiv.cli.options import PARAMS
 
 THREADS = typer.Option(0, help="CPU threads of the job (0: torch's default). srdiv train: a row that trains "
                                "on the CPU trains up to this many trials of a search batch at once, a process and a thread "
