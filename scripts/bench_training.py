@@ -56,7 +56,7 @@ def worker(args: argparse.Namespace) -> dict:
     from srdiv.params import load_params
     from srdiv.registry import OBJECTIVES
     from srdiv.sampling.samples import SampleSettings, make_samples
-    from srdiv.train.job import FoldData, build_model
+    from srdiv.train.tuning import FoldData, build_model
     from srdiv.train.trainer import make_optimizer
 
     try:  # each implementation configures torch as its own `srdiv train` does
@@ -77,7 +77,7 @@ def worker(args: argparse.Namespace) -> dict:
             from srdiv.train.folds import select_queries
             fold_queries = lambda bundle, qids, n_docs: select_queries(bundle, qids).truncate(n_docs)  # noqa: E731
     try:
-        from srdiv.train.job import lookup
+        from srdiv.train.tuning import lookup
     except ImportError:  # newer: the registries are filled on import
         lookup = lambda registry, name: registry.get(name)  # noqa: E731
     configure_torch(args.torch_threads)

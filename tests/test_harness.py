@@ -30,7 +30,7 @@ from srdiv.models.initial import InitialRanking
 from srdiv.models.listmle import ListMLE
 from srdiv.models.ranking import resolve_device
 from srdiv.registry import MODELS
-from srdiv.train.job import OUTPUTS, Trained, in_processes, rank_job, row_device, run_job, tune_workers, uses_gpu
+from srdiv.train.tuning import OUTPUTS, Trained, in_processes, rank_job, row_device, run_job, tune_workers, uses_gpu
 from srdiv.train.records import read_record
 
 

@@ -9,7 +9,7 @@ import torch
 
 from srdiv.experiment import Dimension, SearchSettings, model_spec
 from srdiv.io import InputError
-from srdiv.train.job import check_rows, run_job
+from srdiv.train.tuning import check_rows, run_job
 from srdiv.train.search import Pruned, Pruning, STUDY_NAME
 from helpers import ROOT
 from test_harness import PARAMS, make_data

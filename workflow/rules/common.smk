@@ -5,7 +5,7 @@ from srdiv.params import REPRESENTATIONS, dataset_settings, lineage, load_params
 from srdiv.experiment import model_specs, run_rows
 from srdiv.text.defaults import stage_params
 from srdiv.report.gather import reference_runs
-from srdiv.train.job import check_rows, tune_workers, uses_gpu
+from srdiv.train.tuning import check_rows, tune_workers, uses_gpu
 
 # The setting is params.yaml (and config/main.yaml when no setting is named: the Snakefile's MAIN_TABLE) and
 # the --configfile overlays, in order, merged as every srdiv command merges
@@ -113,13 +113,13 @@ if "gpu" in workflow.global_resources and workflow.global_resources["gpu"].value
 
 def gpu_share(wildcards):
     """The ``gpu`` slots of a row's train job: 1 for a row that runs on CUDA (``train.device``,
-    :func:`srdiv.train.job.row_device`), 0 for a CPU row, which runs on the free cores beside them."""
+    :func:`srdiv.train.tuning.row_device`), 0 for a CPU row, which runs on the free cores beside them."""
     return 1 if uses_gpu(SPECS[wildcards.model]) else 0
 
 
 def train_threads(wildcards):
     """A train job's cores: a row that trains on the CPU trains up to ``train_threads`` (params.yaml) of its
-    tune points at once, a process each (:func:`srdiv.train.job.tune_workers`), but takes at most a quarter
+    tune points at once, a process each (:func:`srdiv.train.tuning.tune_workers`), but takes at most a quarter
     of ``--cores`` (none on 2 or 3 cores: there, one job per core keeps them busier than jobs that wait for
     several free cores at once; docs/benchmarks.md); any other row takes one. The chosen model is the same."""
     spec = SPECS[wildcards.model]
