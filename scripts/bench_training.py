@@ -56,13 +56,20 @@ def worker(args: argparse.Namespace) -> dict:
     from srdiv.params import load_params
     from srdiv.registry import OBJECTIVES
     from srdiv.sampling.samples import SampleSettings, make_samples
-    from srdiv.train.tuning import FoldData, build_model
     from srdiv.train.trainer import make_optimizer
 
+    try:
+        from srdiv.train.trained import build_model
+        from srdiv.train.tuning import FoldData
+    except ImportError:  # older: one module for the whole job
+        from srdiv.train.job import FoldData, build_model
     try:  # each implementation configures torch as its own `srdiv train` does
         from srdiv.cli.train import configure_torch
     except ImportError:
-        configure_torch = torch.set_num_threads
+        try:  # older: each package's commands in its commands.py
+            from srdiv.train.commands import configure_torch
+        except ImportError:
+            configure_torch = torch.set_num_threads
     try:
         from srdiv.experiment import model_spec
     except ImportError:  # an implementation older than the {name, args} row shape
@@ -77,7 +84,7 @@ def worker(args: argparse.Namespace) -> dict:
             from srdiv.train.folds import select_queries
             fold_queries = lambda bundle, qids, n_docs: select_queries(bundle, qids).truncate(n_docs)  # noqa: E731
     try:
-        from srdiv.train.tuning import lookup
+        from srdiv.train.job import lookup
     except ImportError:  # newer: the registries are filled on import
         lookup = lambda registry, name: registry.get(name)  # noqa: E731
     configure_torch(args.torch_threads)

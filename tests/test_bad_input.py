@@ -492,7 +492,7 @@ def test_evaluate_alpha_is_a_significance_level(collection, tmp_path, monkeypatc
 
 def test_every_shipped_params_file_fits_the_schema():
     from srdiv.params import load_params, model_rows
-    from srdiv.train.tuning import check_rows
+    from srdiv.train.rows import check_rows
 
     root = Path(__file__).resolve().parents[1]
     for overlay in [None, *sorted((root / "config").glob("*.yaml"))]:
