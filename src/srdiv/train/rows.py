@@ -16,7 +16,7 @@ from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Sequence
 
-from srdiv.experiment import model_spec
+from srdiv.experiment import model_spec, model_specs
 from srdiv.io import InputError
 from srdiv.params import lineage, read_yaml
 from srdiv.registry import ENTRY_POINT_GROUP, MODELS, OBJECTIVES, USER_MODULES, check_args
@@ -126,12 +126,12 @@ def checked_rows(params: dict, rows: Sequence[str], where: Sequence[str | Path],
     if key in known:
         return known[key]
     check_rows(params, rows, where)
-    placed = list(rows)
+    specs, placed = model_specs(params), list(rows)
     for row in placed:
-        prior = model_spec(params, row).prior
+        prior = specs[row].prior
         if prior and prior not in placed:
             placed.append(prior)
-    answer = {row: uses_gpu(model_spec(params, row)) for row in placed}
+    answer = {row: uses_gpu(specs[row]) for row in placed}
     known.pop(key, None)
     _write_memo(path, dict(list({**known, key: answer}.items())[-MEMO_KEEP:]))
     return answer
