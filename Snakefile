@@ -10,7 +10,7 @@
 # With no --configfile that names a setting (a file other than params.yaml), the DAG is the main table:
 # params.yaml with config/main.yaml over it, written to results/wordnet-div/ as `make run` does; a study,
 # another dataset or every row runs only when its file is named. The train jobs of rows that run on a GPU
-# (`train.device`, `srdiv.train.job.row_device`) take one `gpu` slot each, the others none; `--resources
+# (`train.device`, `srdiv.train.device.row_device`) take one `gpu` slot each, the others none; `--resources
 # gpu=N` counts GPUs, each with `gpu_jobs` slots (params.yaml).
 
 from pathlib import Path

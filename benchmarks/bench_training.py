@@ -56,13 +56,20 @@ def worker(args: argparse.Namespace) -> dict:
     from srdiv.params import load_params
     from srdiv.registry import OBJECTIVES
     from srdiv.sampling.samples import SampleSettings, make_samples
-    from srdiv.train.job import FoldData, build_model
     from srdiv.train.trainer import make_optimizer
 
+    try:
+        from srdiv.train.trained import build_model
+        from srdiv.train.tuning import FoldData
+    except ImportError:  # older: one module for the whole job
+        from srdiv.train.job import FoldData, build_model
     try:  # each implementation configures torch as its own `srdiv train` does
-        from srdiv.train.commands import configure_torch
+        from srdiv.cli.train import configure_torch
     except ImportError:
-        configure_torch = torch.set_num_threads
+        try:  # older: each package's commands in its commands.py
+            from srdiv.train.commands import configure_torch
+        except ImportError:
+            configure_torch = torch.set_num_threads
     try:
         from srdiv.experiment import model_spec
     except ImportError:  # an implementation older than the {name, args} row shape

@@ -11,7 +11,8 @@ from srdiv.experiment import model_spec, run_rows
 from srdiv.features.bundle import random_bundle
 from srdiv.params import load_params
 from srdiv.registry import MODELS, OBJECTIVES
-from srdiv.train.job import build_model, check_rows
+from srdiv.train.rows import check_rows
+from srdiv.train.trained import build_model
 
 ROOT = Path(__file__).resolve().parents[1]
 OVERLAY = [ROOT / "params.yaml", ROOT / "config" / "smoke.yaml", ROOT / "examples" / "linear-xquad.yaml"]

@@ -15,7 +15,7 @@ from helpers import DSSA_SAMPLE, TREC_WEB
 
 @pytest.fixture(autouse=True)
 def _signal_handlers():
-    """Tests that call ``srdiv.cli.main`` in-process install its SIGINT/SIGTERM handlers; restore them after
+    """Tests that call ``srdiv.cli.main.main`` in-process install its SIGINT/SIGTERM handlers; restore them after
     each test so that no later test (or the worker processes it forks) inherits them."""
     saved = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
     yield

@@ -87,8 +87,8 @@ def run_main(main, monkeypatch, capsys, *args) -> tuple[int, str, str]:
 
 
 def cli_output(monkeypatch, capsys, *args) -> tuple[int, str, str]:
-    """Run the real command line (:func:`srdiv.cli.main`) with ``args``; return (exit code, stdout, stderr)."""
-    from srdiv.cli import main
+    """Run the real command line (:func:`srdiv.cli.main.main`) with ``args``; return (exit code, stdout, stderr)."""
+    from srdiv.cli.main import main
 
     return run_main(main, monkeypatch, capsys, *args)
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from srdiv.cli import main
+from srdiv.cli.main import main
 from srdiv.io import InputError
 from srdiv.metrics import evaluate_run, read_run, write_trec_run
 from helpers import FIXTURES, cli
@@ -492,7 +492,7 @@ def test_evaluate_alpha_is_a_significance_level(collection, tmp_path, monkeypatc
 
 def test_every_shipped_params_file_fits_the_schema():
     from srdiv.params import load_params, model_rows
-    from srdiv.train.job import check_rows
+    from srdiv.train.rows import check_rows
 
     root = Path(__file__).resolve().parents[1]
     for overlay in [None, *sorted((root / "config").glob("*.yaml"))]:

@@ -5,7 +5,7 @@ import re
 import typer
 from typer.testing import CliRunner
 
-from srdiv.cli import app
+from srdiv.cli.main import app
 
 MARKUP = re.compile(r":(func|mod|class|data|meth|attr):`|``")
 

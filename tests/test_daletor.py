@@ -14,7 +14,7 @@ from srdiv.objectives.daletor import (
 )
 from srdiv.experiment import model_spec
 from srdiv.models.base import context_prefix_scores
-from srdiv.train.job import build_model
+from srdiv.train.trained import build_model
 from srdiv.train.trainer import make_optimizer
 
 SMALL = dict(hidden=[16, 8], head_size=8)

@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from srdiv.cli import main
+from srdiv.cli.main import main
 from srdiv.collection.debian import (DebianFacetsConfig, adaptation, build_debian_facets, placeholder_tags,
                                     read_indexes)
 from srdiv.collection.debian_card import data_card, measure_choices, stats_table

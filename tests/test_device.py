@@ -50,7 +50,7 @@ from srdiv.models.ranking import rank_bundle
 from srdiv.params import load_params
 from srdiv.registry import MODELS, OBJECTIVES
 from srdiv.sampling.samples import SampleSettings, make_samples
-from srdiv.train.job import build_model
+from srdiv.train.trained import build_model
 from srdiv.train.trainer import Trainer, trainable
 from helpers import DEVICES, ROOT, needs_cuda
 

@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
-from srdiv.cli import app
+from srdiv.cli.main import app
 from srdiv.features.assemble import build_bundle
 from srdiv.features.diversity import diversity_features
 from srdiv.features.dssa_import import check_candidates, import_release, normalise, read_emb, read_rel_feat

@@ -186,8 +186,8 @@ def per_query(out: str) -> dict[tuple[str, str], float]:
 
 
 def quick(monkeypatch, capsys, *args) -> tuple[int, str, str]:
-    """``srdiv evaluate ARGS`` as the program runs it (:func:`srdiv.launch.main`: the plain form without typer)."""
-    from srdiv.launch import main
+    """``srdiv evaluate ARGS`` as the program runs it (:func:`srdiv.cli.launch.main`: the plain form without typer)."""
+    from srdiv.cli.launch import main
 
     return run_main(main, monkeypatch, capsys, "evaluate", *args)
 
@@ -285,7 +285,7 @@ def test_out_formats_hold_the_same_values(mini, monkeypatch, capsys, tmp_path):
     code, out, err = quick(monkeypatch, capsys, *args, "--out", tmp_path / "m.csv")
     assert code == 2 and "unknown output format '.csv'" in err and not (tmp_path / "m.csv").exists()
     # --out /dev/stdout: the TSV table on standard output, without the summary
-    done = subprocess.run([sys.executable, "-c", "import sys; from srdiv.launch import main; sys.argv[0] = 'srdiv'; main()",
+    done = subprocess.run([sys.executable, "-c", "import sys; from srdiv.cli.launch import main; sys.argv[0] = 'srdiv'; main()",
                            "evaluate", *map(str, args), "--out", "/dev/stdout"], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     assert done.stdout == (tmp_path / "m.tsv").read_text()
@@ -319,7 +319,7 @@ def test_a_layout_the_quick_reader_declines_gives_the_same_lines(mini, monkeypat
 def test_the_plain_form_loads_neither_pandas_nor_typer(mini, tmp_path):
     """``srdiv evaluate QRELS RUN``: numpy and srdiv's measures only (what makes it start fast)."""
     write_run(load_collection(mini / "coll").run, tmp_path / "run.txt")
-    code = ("import sys; from srdiv.launch import main\n"
+    code = ("import sys; from srdiv.cli.launch import main\n"
             f"sys.argv = ['srdiv', 'evaluate', {str(mini / 'qrels.txt')!r}, {str(tmp_path / 'run.txt')!r}, 'NRBP']\n"
             "main()\n"
             "print(sorted(m for m in ('pandas', 'pyarrow', 'typer', 'scipy', 'torch') if m in sys.modules))")

@@ -18,7 +18,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from srdiv.cli import main
+from srdiv.cli.main import main
 from helpers import FIXTURES, ROOT
 from tiny_text_collection import SMALL_EMBED, write_tiny
 

@@ -9,7 +9,7 @@ import scipy.sparse as sp
 import yaml
 from typer.testing import CliRunner
 
-from srdiv.cli import app
+from srdiv.cli.main import app
 from srdiv.features.assemble import build_bundle
 from srdiv.features.bundle import Bundle
 from srdiv.features.diversity import (
@@ -358,7 +358,7 @@ def test_scaler_fitted_on_rows_and_in_place_transform_match_the_copies():
     from srdiv.experiment import TrainSettings
     from srdiv.features.bundle import FeatureScaler, random_bundle
     from srdiv.features.folds import FoldSplit, fold_queries, query_rows
-    from srdiv.train.job import FoldData
+    from srdiv.train.tuning import FoldData
 
     data = random_bundle(queries=9, docs=8, subs=3, subs2=4, seed=7)
     split = FoldSplit(fold=1, train=list(data.qids[[6, 1, 4, 2]]), valid=list(data.qids[[0, 8]]), test=list(data.qids[[3]]))

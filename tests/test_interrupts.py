@@ -12,7 +12,7 @@ import yaml
 
 import srdiv.collection.schema as schema
 from helpers import ROOT
-from srdiv.cli import main
+from srdiv.cli.main import main
 from tiny_text_collection import write_tiny
 
 SRDIV = Path(sys.executable).parent / "srdiv"
@@ -103,7 +103,7 @@ class Signal(importlib.abc.MetaPathFinder):
 
 sys.meta_path.insert(0, Signal())
 sys.argv = ["srdiv", "--help"]
-from srdiv.launch import main
+from srdiv.cli.launch import main
 main()
 """
 
@@ -111,7 +111,7 @@ main()
 @pytest.mark.parametrize("module", ["pathlib", "typer"])
 @pytest.mark.parametrize("sig,code", [("SIGINT", 130), ("SIGTERM", 143)])
 def test_a_signal_while_the_commands_are_imported_is_an_interrupt(sig, code, module):
-    """The entry point sets its handlers first, before it imports anything but :mod:`srdiv.interrupts`: a
+    """The entry point sets its handlers first, before it imports anything but :mod:`srdiv.cli.interrupts`: a
     signal while it imports its own modules (``pathlib``) or the commands (``typer``, srdiv.cli's first heavy
     import) ends the program with one line and 130 or 143, no traceback."""
     proc = subprocess.run([sys.executable, "-c", IMPORT_SIGNAL, sig, module], cwd=ROOT, capture_output=True,
@@ -123,8 +123,8 @@ def test_a_signal_while_the_commands_are_imported_is_an_interrupt(sig, code, mod
 
 
 def test_the_installed_program_starts_at_the_launcher():
-    """``srdiv`` on the PATH runs :func:`srdiv.launch.main` (pyproject's entry point), not the command line directly."""
+    """``srdiv`` on the PATH runs :func:`srdiv.cli.launch.main` (pyproject's entry point), not the command line directly."""
     from importlib.metadata import entry_points
 
     (script,) = [e for e in entry_points(group="console_scripts") if e.name == "srdiv"]
-    assert script.value == "srdiv.launch:main"
+    assert script.value == "srdiv.cli.launch:main"

@@ -25,7 +25,7 @@ import yaml
 
 from srdiv.collection.schema import Collection, write_collection
 from srdiv.features.bundle import Bundle, random_bundle
-from srdiv.train.job import OUTPUTS
+from srdiv.train.tuning import OUTPUTS
 
 SRDIV = Path(sys.executable).parent / "srdiv"
 EPOCHS = 4

@@ -159,7 +159,7 @@ def _planned(workdir, *overlays, env) -> list[tuple[str, str]]:
 def _pretend_run(workdir, *overlays, env, everything=False):
     """Every output of the DAG made (empty files, folders) and recorded as Snakemake records a run of the
     jobs it plans (``--touch``): a run without its hours."""
-    make = ("from pathlib import Path\nfrom srdiv.dvc_stages import snakemake_jobs\n"
+    make = ("from pathlib import Path\nfrom srdiv.cli.dvc_stages import snakemake_jobs\n"
             f"for job in snakemake_jobs(Path('Snakefile'), {['params.yaml', 'config/smoke.yaml', *overlays]!r}):\n"
             "    for f in job.output:\n"
             "        Path(f).mkdir(parents=True, exist_ok=True) if f.is_directory else "

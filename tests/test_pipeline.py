@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from srdiv import dvc_stages as stages
-from srdiv.cli import app
-from srdiv.dvc_stages import command_modules, render_dvc_yamls
+from srdiv.cli import dvc_stages as stages
+from srdiv.cli.main import app
+from srdiv.cli.dvc_stages import command_modules, render_dvc_yamls
 from helpers import BIN, ROOT, copy_project
 
 SMOKE = [Path("params.yaml"), Path("config/smoke.yaml")]
@@ -109,7 +109,7 @@ def test_every_dvc_stage_calls_srdiv_and_depends_on_its_code(dvc_stages):
                    "collection": "collection"}[command]
         code = [dep.def_path for dep in stage.deps if dep.def_path.startswith("src/")]
         assert any(path.startswith(f"src/srdiv/{package}") for path in code), stage.addressing
-        assert "src/srdiv" not in code and "src/srdiv/cli.py" not in code, stage.addressing
+        assert "src/srdiv" not in code and "src/srdiv/cli/main.py" not in code, stage.addressing
         empty = [path for path in code if (ROOT / path).is_file() and not (ROOT / path).stat().st_size]
         assert empty == [], stage.addressing      # DVC warns on every stage that depends on an empty file
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from srdiv.launch import AVX512, BLAS_KERNEL, pin_blas_kernel
+from srdiv.cli.launch import AVX512, BLAS_KERNEL, pin_blas_kernel
 from srdiv.provenance import git_commit
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -67,11 +67,11 @@ class Numpy(importlib.abc.MetaPathFinder):
             sys.meta_path.remove(self)
         return None
 
-import srdiv.launch
-srdiv.launch.pin_blas_kernel.__defaults__ = (os.environ, Path(sys.argv[1]))
+import srdiv.cli.launch
+srdiv.cli.launch.pin_blas_kernel.__defaults__ = (os.environ, Path(sys.argv[1]))
 sys.meta_path.insert(0, Numpy())
 sys.argv = ["srdiv", "--help"]
-srdiv.launch.main()
+srdiv.cli.launch.main()
 """
 
 

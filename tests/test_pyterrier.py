@@ -21,7 +21,9 @@ from srdiv.io import InputError  # noqa: E402
 from srdiv.metrics import evaluate_run, read_run  # noqa: E402
 from srdiv.text.documents import join_columns  # noqa: E402
 from srdiv.text.pseudo_docs import query_strings  # noqa: E402
-from srdiv.train.job import Trained, rank_job, run_job  # noqa: E402
+from srdiv.train.rank import rank_job  # noqa: E402
+from srdiv.train.trained import Trained  # noqa: E402
+from srdiv.train.tuning import run_job  # noqa: E402
 from tiny_text_collection import write_tiny  # noqa: E402
 
 RANK_DOCS = 6

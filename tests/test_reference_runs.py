@@ -11,10 +11,10 @@ import yaml
 from scipy import stats
 from typer.testing import CliRunner
 
-from srdiv.cli import app
+from srdiv.cli.main import app
 from srdiv.collection.schema import Collection, write_collection
 from srdiv.metrics import evaluate_run, read_run
-from srdiv.metrics.gather import reference_runs
+from srdiv.report.gather import reference_runs
 from srdiv.report.builder import build_tables, metric_at_k_from_runs
 from helpers import BIN, ROOT, write_job
 

@@ -18,7 +18,9 @@ from srdiv.metrics.runs import read_run
 from srdiv.params import load_params
 from srdiv.sampling.samples import SampleSettings, make_samples
 from srdiv.features.folds import fold_queries, fold_split, select_queries
-from srdiv.train.job import Trained, rank_job, run_job
+from srdiv.train.rank import rank_job
+from srdiv.train.trained import Trained
+from srdiv.train.tuning import run_job
 from helpers import ROOT
 
 PARAMS = load_params(ROOT / "params.yaml")

@@ -9,10 +9,11 @@ import torch
 
 from srdiv.experiment import Dimension, SearchSettings, model_spec
 from srdiv.io import InputError
-from srdiv.train.job import check_rows, run_job
+from srdiv.train.rows import check_rows
+from srdiv.train.tuning import run_job
 from srdiv.train.search import Pruned, Pruning, STUDY_NAME
 from helpers import ROOT
-from test_harness import PARAMS, make_data
+from test_train_job import PARAMS, make_data
 
 SEARCHED = {**PARAMS, "search": {"trials": 6, "batch": 2, "startup": 2, "pruner": "median"}, "models": {
     "Searched": {"model": {"name": "listmle"}, "objective": {"name": "mle"},

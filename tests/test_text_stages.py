@@ -13,7 +13,7 @@ import scipy.sparse as sp
 import yaml
 from typer.testing import CliRunner
 
-from srdiv.cli import app, main
+from srdiv.cli.main import app, main
 from srdiv.io import InputError
 from srdiv.params import REPRESENTATIONS
 from srdiv.text.defaults import DEFAULTS, stage_params

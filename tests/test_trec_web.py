@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from srdiv.cli import main
+from srdiv.cli.main import main
 from srdiv.collection.schema import load_collection
 from srdiv.collection.trec_web import read_suggestions
 from srdiv.metrics import evaluate_run, mean_measures

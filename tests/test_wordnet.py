@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from srdiv.cli import main
+from srdiv.cli.main import main
 from srdiv.collection.schema import TABLES, conform, load_collection
 from srdiv.collection.wordnet import (
     DEFAULT_WORDNET_DIR,

@@ -6,8 +6,8 @@ otherwise)::
 
     io, params, registry, provenance    files, configuration, registries, where numbers came from
     experiment                          rows of params.yaml, train settings, the folds a run uses
-    metrics                             the official measures, run files, paired tests, gathering,
-                                        ideal rankings and the metric M of training targets
+    metrics                             the official measures, run files, paired tests, ideal rankings
+                                        and the metric M of training targets
     index                               tokenisation and sparse BM25 / query-likelihood scoring
     collection                          collections in the one schema (TREC, wordnet-div, subsets)
     text                                documents, doc2vec / LDA / SVD, pseudo-documents
@@ -17,10 +17,13 @@ otherwise)::
     objectives                          one training loss per module
     sampling                            list-pairwise and PAMM samples (objectives take them as arguments)
     train                               trainer, the tune-train-rank job
-    report                              tables, plots, the results README
+    report                              every row's metrics gathered, tables, plots, the results README
+    pyterrier                           PyTerrier transformers over trained rows (optional extra)
+    cli                                 the ``srdiv`` program: entry point, signals, every stage's command,
+                                        the dvc.yaml writer
 
-Every stage is a ``srdiv <stage>`` command (``<package>/commands.py``, gathered by :mod:`srdiv.cli`,
-which may import any layer); Snakemake rules and DVC stages only call those commands.
+Every stage is a ``srdiv <stage>`` command (``srdiv/cli/<package>.py``, gathered by :mod:`srdiv.cli.main`);
+Snakemake rules and DVC stages only call those commands.
 """
 
 __version__ = "0.1.0"

@@ -143,7 +143,7 @@ class Dimension:
         return not self.values
 
     def ends(self) -> tuple:
-        """The values :func:`srdiv.train.job.check_rows` builds a model with: a list's every value, a
+        """The values :func:`srdiv.train.rows.check_rows` builds a model with: a list's every value, a
         range's two ends."""
         return self.values or (self.low, self.high)
 
@@ -207,7 +207,7 @@ class ModelSpec:
         return [dict(zip(space, values)) for values in itertools.product(*(dim.values for dim in space.values()))]
 
     def corners(self) -> list[dict[str, Any]]:
-        """The points :func:`srdiv.train.job.check_rows` checks: every combination of each range's
+        """The points :func:`srdiv.train.rows.check_rows` checks: every combination of each range's
         :meth:`Dimension.ends` (a lists-only space: its grid)."""
         space = self.space()
         return [dict(zip(space, values)) for values in itertools.product(*(dim.ends() for dim in space.values()))]

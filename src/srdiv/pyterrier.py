@@ -52,7 +52,7 @@ from srdiv.report.builder import MAIN_MEASURES
 from srdiv.text.documents import doc_positions, join_columns, load_docs
 from srdiv.text.embed import read_vectors
 from srdiv.features.folds import fold_queries
-from srdiv.train.job import MODEL_FILE, Trained
+from srdiv.train.trained import MODEL_FILE, Trained
 
 MEASURES = [ir_measures.parse_measure(name) for name in MAIN_MEASURES]
 """The five measures of the main table as ir_measures objects (``ERR_IA@20``, ``alpha_nDCG@20``, ``NRBP``,

@@ -119,7 +119,7 @@ print("torch", torch.__version__, "cuda", torch.cuda.is_available(), flush=True)
 EOF
     # srdiv from the checkout's src (the copy there is not installed), with the commit it was packed at
     local bin; bin=$(mktemp -d)
-    printf '#!/bin/sh\nexec python3 -c "import sys; from srdiv.launch import main; sys.argv[0] = \\"srdiv\\"; main()" "$@"\n' > "$bin/srdiv"
+    printf '#!/bin/sh\nexec python3 -c "import sys; from srdiv.cli.launch import main; sys.argv[0] = \\"srdiv\\"; main()" "$@"\n' > "$bin/srdiv"
     chmod +x "$bin/srdiv"
     export PATH="$bin:$PATH" PYTHONPATH="$PWD/src${PYTHONPATH:+:$PYTHONPATH}" SRDIV_COMMIT
     SRDIV_COMMIT=$(cat "$CARRY/1/commit.txt")

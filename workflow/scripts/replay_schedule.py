@@ -21,7 +21,7 @@ Three settings of the pipeline are compared, for each core count, with no GPU (`
   bundle again), every train and rank job takes one ``gpu`` slot and a GPU has one slot, and with a GPU
   every row trains there (``train.device: auto`` before rows had their own device);
 * ``device per row``: the train job ranks the test queries itself (``rank_in_train``: the ranking without
-  the process start and bundle load); the jobs of rows that run on CUDA (:func:`srdiv.train.job.uses_gpu`)
+  the process start and bundle load); the jobs of rows that run on CUDA (:func:`srdiv.train.device.uses_gpu`)
   take one of a GPU's ``gpu_jobs`` slots, the other rows' jobs none, and run on the CPU; one core each;
 * ``points side by side`` (today's Snakefile): as ``device per row``, and a train job of a row training on
   the CPU takes the cores Snakemake gives it (``train_threads``) and trains that many tune points at once,
@@ -52,8 +52,8 @@ import pandas as pd
 
 from srdiv.experiment import model_specs
 from srdiv.params import load_params
-from srdiv.train.job import uses_gpu
-from srdiv.dvc_stages import snakemake_jobs
+from srdiv.train.device import uses_gpu
+from srdiv.cli.dvc_stages import snakemake_jobs
 
 ROOT = Path(__file__).resolve().parents[2]
 

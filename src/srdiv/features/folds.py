@@ -48,6 +48,13 @@ def fold_split(folds: pd.DataFrame, fold: int, where: str = "folds table") -> Fo
     return FoldSplit(fold, train, valid, test)
 
 
+
+def folds_file(collection) -> str:
+    """What an error about a collection's folds names: its ``folds.parquet``, or the folds table of a
+    collection held in memory (:class:`srdiv.collection.schema.Collection`)."""
+    return str(collection.path / "folds.parquet") if collection.path else "folds table"
+
+
 def query_rows(bundle: Bundle, qids: list[str], where: str = "bundle") -> np.ndarray:
     """The bundle's rows of the queries ``qids`` (in that order); a fold query missing from the bundle is
     an error."""

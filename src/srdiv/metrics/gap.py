@@ -46,7 +46,7 @@ def ideal_run(run: pd.DataFrame, qrels: pd.DataFrame, depth: int) -> pd.DataFram
 
 def gap_closed(metrics: pd.DataFrame, ideal: pd.DataFrame, measure: str = "alpha_nDCG@20",
                initial: str = "Initial") -> pd.DataFrame:
-    """Per row of ``metrics`` (``model, variant, fold, qid, measure, value``, :func:`srdiv.metrics.gather.read_metrics`):
+    """Per row of ``metrics`` (``model, variant, fold, qid, measure, value``, :func:`srdiv.report.gather.read_metrics`):
     ``row, queries, value, initial, ideal, closed``, means of ``measure`` over the row's test queries.
 
     ``ideal``: per-query values of the ideal re-ranking (``qid, measure, value``, :func:`evaluate_run` of

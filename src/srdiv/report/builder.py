@@ -13,7 +13,7 @@ import pandas as pd
 import srdiv.models  # noqa: F401  (registers every model: their mixing weights' meanings)
 from srdiv.experiment import Dimension, in_folds, model_rows, run_rows
 from srdiv.io import InputError, atomic_set, committed, first_misfit, read_parquet, read_tsv, write_text
-from srdiv.metrics.gather import reference_runs
+from srdiv.report.gather import reference_runs
 from srdiv.metrics.runs import RUN_FILE
 from srdiv.provenance import git_commit, machine
 from srdiv.report import plots

@@ -9,7 +9,8 @@ in a table.
 Every artifact of a job says what it is (:data:`IDENTITY`): ``model.pt`` and ``hparams.json`` record
 the row, the fold, the fingerprint of the row's settings and seed (``params``), of the bundle
 (``bundle``) and of all the data the training read (``data``); ``rank.json`` records the model its run
-came from. :func:`check_job` holds a job directory's records to the row and fold it stands for.
+came from. :func:`check_job` holds a job directory's records to the row and fold it stands for, and
+:func:`check_job_dir` keeps a job from writing into another's directory.
 """
 
 from __future__ import annotations
@@ -19,10 +20,11 @@ import json
 import math
 import re
 from pathlib import Path
+from typing import Sequence
 
 import pandas as pd
 
-from srdiv.io import InputError, check_keys, digest, first_misfit, read_json, read_parquet, verify
+from srdiv.io import InputError, check_keys, claim, digest, first_misfit, read_json, read_parquet, verify
 from srdiv.metrics.runs import RUN_FILE
 
 _INT, _NUM, _STR, _DICT, _LIST = int, float, str, dict, list
@@ -139,6 +141,18 @@ def check_job(directory: str | Path, row: str, fold: int, files: tuple[str, ...]
                                                       f"{ranked['fold']} other than the one trained here (its "
                                                       "settings or data differ): rank again")
     return hparams
+
+
+def check_job_dir(out: Path, row: str, fold: int, names: Sequence[str]) -> None:
+    """Before any work: ``out`` is no other job's directory (its ``hparams.json`` names another row or
+    fold), and none of the files ``names`` there is one srdiv did not write (:func:`srdiv.io.claim`)."""
+    if (out / "hparams.json").is_file():
+        theirs = read_json(out / "hparams.json", "hparams.json")
+        if (theirs.get("row"), theirs.get("fold")) != (row, fold):
+            raise InputError(out, f"holds the model of row {theirs.get('row')} fold {theirs.get('fold')}, not of "
+                                  f"row {row} fold {fold}; give this job its own directory")
+    for name in names:
+        claim(out / name)
 
 
 def read_curve(path: str | Path) -> pd.DataFrame:

@@ -3,7 +3,7 @@
 Every Snakemake job becomes one DVC stage with the same shell command (an ``srdiv`` command; when it
 fails, the end of its log is shown), its inputs as ``deps``, its outputs as ``outs`` and the
 ``params.yaml`` keys its rule declares in ``params: sections=[...]`` as DVC ``params``. Each stage also
-depends on the code its command runs: the srdiv modules its ``commands.py`` imports, directly or not
+depends on the code its command runs: the srdiv modules its command's module imports, directly or not
 (an edit elsewhere reruns nothing). Outputs under ``results/`` are committed to git, so DVC tracks
 them uncached.
 
@@ -31,7 +31,6 @@ from typing import Sequence
 import yaml
 
 from srdiv.experiment import model_specs
-from srdiv.io import write_text
 from srdiv.params import dataset_settings, lineage, load_params, lookup, setting_files
 from srdiv.sampling.samples import samples_key
 
@@ -47,7 +46,7 @@ def generated(path: Path) -> bool:
         return fh.read(len(HEADER.encode())) == HEADER.encode()
 
 
-SRC = Path(__file__).resolve().parent
+SRC = Path(__file__).resolve().parent.parent
 """The srdiv package's source directory."""
 
 
@@ -130,9 +129,9 @@ def code_closure(module: str) -> tuple[str, ...]:
 
 
 def command_modules(app) -> dict[str, str]:
-    """``{"train": "srdiv.train.commands", "features relevance": ..., ...}``: the module of each command of
-    the CLI ``app`` (:data:`srdiv.cli.app`, which registers this module's command: it is handed over, not
-    imported)."""
+    """``{"train": "srdiv.cli.train", "features relevance": ..., ...}``: the module of each command of
+    the CLI ``app`` (:data:`srdiv.cli.main.app`, which registers the command that calls this module: it is
+    handed over, not imported)."""
     modules = {info.name: info.callback.__module__ for info in app.registered_commands}
     for group in app.registered_groups:
         for info in group.typer_instance.registered_commands:
@@ -371,21 +370,3 @@ def render_dvc_yamls(snakefile: Path, configfiles: Sequence[Path], out: Path, mo
     return {path: HEADER + yaml.safe_dump({"stages": group_stages(setting_jobs)}, sort_keys=False, width=110,
                                           default_flow_style=None)
             for path, setting_jobs in zip(paths, jobs)}
-
-
-def register(app) -> None:
-    """Add ``srdiv dvc-yaml`` to the CLI."""
-    import typer
-
-    @app.command("dvc-yaml")
-    def dvc_yaml(
-        config: list[Path] = typer.Option(..., "--config", help="params.yaml [+ overlays], as given to Snakemake."),
-        study: list[Path] = typer.Option([], "--study", help="A study overlay (one with `study:`) over the first "
-                                         "--config file: its stages go to pipelines/<study>/dvc.yaml. Repeatable."),
-        out: Path = typer.Option(Path("dvc.yaml"), help="dvc.yaml to write for the --config setting."),
-        wdir: str = typer.Option("", help="Stage working directory relative to --out (e.g. ../..)."),
-        snakefile: Path = typer.Option(Path("Snakefile"), help="The Snakefile describing the DAG."),
-    ) -> None:
-        """Write dvc.yaml from the Snakemake DAG (one description of the pipeline), and one per study."""
-        for path, text in render_dvc_yamls(snakefile, config, out, command_modules(app), wdir or None, study).items():
-            write_text(text, path, legacy=generated)

@@ -7,7 +7,7 @@ from typing import Optional
 
 import typer
 
-from srdiv.options import PARAMS
+from srdiv.cli.options import PARAMS
 
 THREADS = typer.Option(0, help="CPU threads of the job (0: torch's default). srdiv train: a row that trains "
                                "on the CPU trains up to this many trials of a search batch at once, a process and a thread "
@@ -59,7 +59,9 @@ def train(
     from srdiv.experiment import model_spec
     from srdiv.io import claim
     from srdiv.metrics.runs import RUN_FILE
-    from srdiv.train.job import Trained, check_rows, run_job
+    from srdiv.train.rows import check_rows
+    from srdiv.train.trained import Trained
+    from srdiv.train.tuning import run_job
 
     configure_torch(threads)
     loaded = load_params(params)
@@ -94,7 +96,7 @@ def rank(
     from srdiv.collection.schema import load_collection
     from srdiv.features.bundle import Bundle
     from srdiv.params import load_params
-    from srdiv.train.job import Trained
+    from srdiv.train.trained import Trained
 
     if params:
         load_params(params)     # imports the components a model from outside the package needs
@@ -108,7 +110,7 @@ def _check_device(spec, loaded: dict, params: list[Path]) -> None:
     from srdiv.io import InputError
     from srdiv.models.ranking import resolve_device
     from srdiv.params import lineage, read_yaml
-    from srdiv.train.job import row_device
+    from srdiv.train.device import row_device
 
     try:
         resolve_device(row_device(spec))
@@ -124,8 +126,8 @@ def _check_device(spec, loaded: dict, params: list[Path]) -> None:
 
 
 def _rank(trained, bundle, collection, fold: int, out: Path) -> None:
-    """Rank trial ``fold``'s test queries (:func:`srdiv.train.job.rank_job`) and say how fast."""
-    from srdiv.train.job import rank_job
+    """Rank trial ``fold``'s test queries (:func:`srdiv.train.rank.rank_job`) and say how fast."""
+    from srdiv.train.rank import rank_job
 
     timings = rank_job(trained, bundle, collection, fold, out)
     typer.echo(f"rank fold {fold}: {timings['test_queries']} queries, "

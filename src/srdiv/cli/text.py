@@ -7,8 +7,8 @@ from typing import Optional
 
 import typer
 
-from srdiv.options import COLLECTION, DOCS
-from srdiv.options import OPTIONAL_PARAMS as PARAMS
+from srdiv.cli.options import COLLECTION, DOCS
+from srdiv.cli.options import OPTIONAL_PARAMS as PARAMS
 
 
 def load_stage_params(paths: list[Path] | None, name: str) -> dict:

@@ -7,7 +7,7 @@ from typing import Optional
 
 import typer
 
-from srdiv.options import PARAMS
+from srdiv.cli.options import PARAMS
 
 
 def samples(

@@ -1,6 +1,6 @@
 """How ``srdiv`` answers Ctrl-C and SIGTERM: 128 + the signal's number and one line, never success.
 
-Used by :mod:`srdiv.launch` before the commands are imported and by :mod:`srdiv.cli` while one runs;
+Used by :mod:`srdiv.cli.launch` before the commands are imported and by :mod:`srdiv.cli.main` while one runs;
 it imports nothing but the standard library.
 """
 

@@ -8,7 +8,7 @@ from typing import Optional
 
 import typer
 
-from srdiv.options import PARAMS
+from srdiv.cli.options import PARAMS
 
 
 def register(app: typer.Typer) -> None:
@@ -210,7 +210,7 @@ def gather(
 
     from srdiv.io import write_parquet
     from srdiv.params import load_params
-    from srdiv.metrics.gather import gather_metrics, reference_metrics, reference_runs
+    from srdiv.report.gather import gather_metrics, reference_metrics, reference_runs
     from srdiv.train.records import check_job
 
     values = load_params(params)

@@ -8,9 +8,9 @@ from typing import Optional
 
 import typer
 
-from srdiv.options import COLLECTION, DOCS
-from srdiv.options import OPTIONAL_PARAMS as PARAMS
-from srdiv.text.commands import load_stage_params, report_times
+from srdiv.cli.options import COLLECTION, DOCS
+from srdiv.cli.options import OPTIONAL_PARAMS as PARAMS
+from srdiv.cli.text import load_stage_params, report_times
 
 features_app = typer.Typer(no_args_is_help=True, help="Relevance and diversity features of candidates.")
 

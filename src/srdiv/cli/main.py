@@ -1,9 +1,8 @@
 """The one command line: ``srdiv <stage> ...``.
 
-Each stage lives in its package and exposes ``register(app)`` from a small
-``commands.py`` that imports heavy libraries only inside the command bodies,
-so ``srdiv --help`` stays fast. Snakemake rules and DVC stages call these
-commands and nothing else.
+Each stage's commands live in a module of their own beside this one (``srdiv.cli.train``, ...) and are
+added with its ``register(app)``; they import heavy libraries only inside the command bodies, so
+``srdiv --help`` stays fast. Snakemake rules and DVC stages call these commands and nothing else.
 """
 
 from __future__ import annotations
@@ -19,8 +18,7 @@ import typer
 
 from srdiv import registry
 from srdiv.io import InputError, check_output, claim
-from srdiv.interrupts import INTERRUPTED, Terminated, stopped, terminate
-from srdiv.dvc_stages import generated
+from srdiv.cli.interrupts import INTERRUPTED, Terminated, stopped, terminate
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="srdiv: supervised search result diversification, one stage per command.")
@@ -40,14 +38,14 @@ def _options(version: bool = typer.Option(False, "--version", callback=_print_ve
     """srdiv: supervised search result diversification, one stage per command."""
 
 COMMAND_MODULES = (
-    "srdiv.collection.commands",
-    "srdiv.metrics.commands",
-    "srdiv.text.commands",
-    "srdiv.features.commands",
-    "srdiv.sampling.commands",
-    "srdiv.train.commands",
-    "srdiv.report.commands",
-    "srdiv.dvc_stages",
+    "srdiv.cli.collection",
+    "srdiv.cli.metrics",
+    "srdiv.cli.text",
+    "srdiv.cli.features",
+    "srdiv.cli.sampling",
+    "srdiv.cli.train",
+    "srdiv.cli.report",
+    "srdiv.cli.dvc",
 )
 
 for _name in COMMAND_MODULES:
@@ -55,6 +53,14 @@ for _name in COMMAND_MODULES:
 
 WHOLE_DIR_OUTPUTS = {"subset", "trec-web", "wordnet-div", "debian-facets", "embed", "pseudo-docs", "import", "export"}
 """Commands whose ``--out`` directory is replaced as a whole (:func:`srdiv.io.atomic_dir`)."""
+
+
+def _generated(path: Path) -> bool:
+    """Whether ``path`` is a dvc.yaml ``srdiv dvc-yaml`` wrote (:func:`srdiv.cli.dvc_stages.generated`, imported
+    only when that command runs)."""
+    from srdiv.cli.dvc_stages import generated
+
+    return generated(path)
 
 
 def _guard_outputs(name: str, command):
@@ -81,7 +87,7 @@ def _guard_outputs(name: str, command):
                 for out in values:
                     check_output(out, inputs, whole_dir=name in WHOLE_DIR_OUTPUTS)
                     if out.is_file() or not out.exists():     # not a directory, a device or a pipe
-                        claim(out, legacy=generated if name == "dvc-yaml" else None)
+                        claim(out, legacy=_generated if name == "dvc-yaml" else None)
                     elif name in WHOLE_DIR_OUTPUTS:      # a committed output is checked for its kind when written
                         claim(os.path.realpath(out), legacy=lambda path: True)
         return command(**options)

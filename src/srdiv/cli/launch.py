@@ -1,15 +1,15 @@
 """The ``srdiv`` program's entry point: Ctrl-C and SIGTERM are answered from its first instant.
 
-The commands import heavy libraries (typer, pandas, torch) when :mod:`srdiv.cli` is imported; a
+The commands import heavy libraries (typer, pandas, torch) when :mod:`srdiv.cli.main` is imported; a
 signal during those seconds must end the program as one during a command does (one line, exit 130
-or 143), so this module imports nothing of srdiv's but :mod:`srdiv.interrupts` before it has set
+or 143), so this module imports nothing of srdiv's but :mod:`srdiv.cli.interrupts` before it has set
 the handlers. Imported by the program (``srdiv``), its first lines set handlers that end it at once with
-that line and code (:func:`srdiv.interrupts.stop_now`: nothing is written yet); :func:`main` then sets those
+that line and code (:func:`srdiv.cli.interrupts.stop_now`: nothing is written yet); :func:`main` then sets those
 that let a command clean up. It also chooses OpenBLAS's kernels (:func:`pin_blas_kernel`), which must
 happen before numpy is first imported.
 ``srdiv evaluate QRELS RUN [MEASURES...]`` goes straight to :mod:`srdiv.metrics.evaluate_files` (numpy
 alone, no typer, pandas or pyarrow), so that it starts as fast as the tools it stands beside; any other form
-of it goes to :mod:`srdiv.cli`.
+of it goes to :mod:`srdiv.cli.main`.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from __future__ import annotations
 import _signal      # signal's C half: it imports nothing, so the handlers are set before anything else is read
 import sys
 
-from srdiv.interrupts import stop_now
+from srdiv.cli.interrupts import stop_now
 
 if sys.argv[0].rpartition("/")[2] == "srdiv":      # the program, not a library import: answer from here on
     _signal.signal(_signal.SIGTERM, stop_now)
@@ -29,7 +29,7 @@ import re                   # noqa: E402
 import signal               # noqa: E402
 from pathlib import Path    # noqa: E402
 
-from srdiv.interrupts import Terminated, stopped, terminate  # noqa: E402
+from srdiv.cli.interrupts import Terminated, stopped, terminate  # noqa: E402
 
 BLAS_KERNEL = "SkylakeX"
 """OpenBLAS's AVX-512 kernels, with which the committed tables' document vectors and features were built."""
@@ -57,7 +57,7 @@ def pin_blas_kernel(environ=os.environ, cpuinfo: Path = Path("/proc/cpuinfo")) -
 
 
 def main() -> None:
-    """Set the signal handlers and the BLAS kernel, then import and run the command line (:func:`srdiv.cli.main`)."""
+    """Set the signal handlers and the BLAS kernel, then import and run the command line (:func:`srdiv.cli.main.main`)."""
     signal.signal(signal.SIGTERM, terminate)
     if signal.getsignal(signal.SIGINT) is stop_now:
         signal.signal(signal.SIGINT, signal.default_int_handler)
@@ -69,7 +69,7 @@ def main() -> None:
 
             if evaluate(sys.argv[2:]):
                 return
-        from srdiv.cli import main as run
+        from srdiv.cli.main import main as run
         run()           # answers the signals itself; these catch one between its steps
     except KeyboardInterrupt:
         stopped(130)

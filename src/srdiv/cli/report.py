@@ -7,7 +7,7 @@ from typing import List, Optional
 
 import typer
 
-from srdiv.options import COLLECTION, PARAMS
+from srdiv.cli.options import PARAMS
 
 
 def register(app: typer.Typer) -> None:

@@ -1,4 +1,5 @@
-"""The (model, fold) harness: fold protocol, params rows, tuning, priors, outputs, resume, gather, CLI."""
+"""The (model, fold) training job (srdiv/train: tuning, rank, device, pool, trained): fold protocol, params rows, tuning,
+priors, outputs, resume, gather, CLI."""
 
 import json
 import multiprocessing
@@ -17,20 +18,24 @@ import yaml
 from typer.testing import CliRunner
 
 from helpers import ROOT
-from srdiv.cli import app, main
+from srdiv.cli.main import app, main
 from srdiv.collection.schema import Collection, write_collection
 from srdiv.experiment import Component, ModelSpec, model_spec
 from srdiv.features.bundle import random_bundle
 from srdiv.features.folds import fold_split
 from srdiv.io import InputError
 from srdiv.metrics import evaluate_run, read_run
-from srdiv.metrics.gather import gather_metrics
+from srdiv.report.gather import gather_metrics
 from srdiv.models.base import DiversityModel
 from srdiv.models.initial import InitialRanking
 from srdiv.models.listmle import ListMLE
 from srdiv.models.ranking import resolve_device
 from srdiv.registry import MODELS
-from srdiv.train.job import OUTPUTS, Trained, in_processes, rank_job, row_device, run_job, tune_workers, uses_gpu
+from srdiv.train.device import row_device, tune_workers, uses_gpu
+from srdiv.train.pool import in_processes
+from srdiv.train.rank import rank_job
+from srdiv.train.trained import Trained
+from srdiv.train.tuning import OUTPUTS, run_job
 from srdiv.train.records import read_record
 
 

@@ -7,7 +7,7 @@ from typing import Optional
 
 import typer
 
-from srdiv.options import OPTIONAL_PARAMS
+from srdiv.cli.options import OPTIONAL_PARAMS
 
 collection_app = typer.Typer(no_args_is_help=True, help="Build a collection in the common schema.")
 
