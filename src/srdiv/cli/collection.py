@@ -109,7 +109,7 @@ def wordnet_div(
 @collection_app.command("debian-facets")
 def debian_facets(
     indexes: Path = typer.Option(..., help="Directory of Debian's InRelease, Packages and Translation-en (plain or "
-                                           ".xz/.gz/.bz2) and the Debtags vocabulary (scripts/fetch_debian_indexes.sh)."),
+                                           ".xz/.gz/.bz2) and the Debtags vocabulary (workflow/scripts/fetch_debian_indexes.sh)."),
     out: Path = typer.Option(..., help="Output collection directory (tables + README.md data card)."),
     params: Optional[list[Path]] = OPTIONAL_PARAMS,
 ) -> None:

@@ -20,7 +20,7 @@ def configure_torch(threads: int) -> None:
 
     Denormals (|x| < 1.2e-38) appear as training goes on (tiny gradients and optimiser
     moments) and make CPU arithmetic on them many times slower: DSSA after 8 epochs trains
-    3.3x slower per batch without flushing (``scripts/bench_training.py``, docs/benchmarks.md).
+    3.3x slower per batch without flushing (``benchmarks/bench_training.py``, docs/benchmarks.md).
     Flushing them to 0 changes no result beyond that precision.
     """
     import torch

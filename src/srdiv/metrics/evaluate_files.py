@@ -1,7 +1,7 @@
 """``srdiv evaluate QRELS RUN [MEASURES...]``: a TREC diversity qrels file and a run file evaluated with numpy
 alone, printed as trec_eval and ir_measures print.
 
-The program starts this module without typer, pandas or pyarrow (:func:`srdiv.launch.main` hands it the
+The program starts this module without typer, pandas or pyarrow (:func:`srdiv.cli.launch.main` hands it the
 command line, :func:`main`), so the command costs what numpy's import and the evaluation cost. The files
 are read by numpy's quick pass (:mod:`srdiv.metrics.quick_read`); a file that pass declines is read by
 :mod:`srdiv.metrics.runs` instead, which names the first bad line. Either way the same checks hold and the
@@ -222,7 +222,7 @@ def quick_parser() -> argparse.ArgumentParser:
 def main(argv: list[str]) -> bool:
     """Run ``srdiv evaluate`` from ``argv`` (the words after ``evaluate``) when it is the plain form
     ``QRELS RUN [MEASURES...]`` with only :func:`quick_parser`'s options; False, doing nothing, for any
-    other (the full command line, :mod:`srdiv.metrics.commands`, takes those). Bad input: one line, exit 2."""
+    other (the full command line, :mod:`srdiv.cli.metrics`, takes those). Bad input: one line, exit 2."""
     try:
         args, rest = quick_parser().parse_known_intermixed_args(argv)
     except (argparse.ArgumentError, SystemExit):
