@@ -13,8 +13,8 @@ import pandas as pd
 import pytest
 
 from srdiv.cli import main
-from srdiv.collection.debian import (DebianFacetsConfig, adaptation, build_debian_facets, placeholder_tags,
-                                    read_indexes)
+from srdiv.collection.debian import DebianFacetsConfig, build_debian_facets, read_indexes
+from srdiv.collection.debian_topics import adaptation, placeholder_tags
 from srdiv.collection.debian_card import data_card, measure_choices, stats_table
 from srdiv.collection.debian_files import read_packages, read_release, read_translations, read_vocabulary
 from srdiv.collection.schema import TABLES, conform, load_collection
