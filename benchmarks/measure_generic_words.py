@@ -23,8 +23,9 @@ import numpy as np
 import pandas as pd
 from scipy.stats import rankdata
 
-from srdiv.collection.debian import (DebianFacetsConfig, build_debian_facets, build_docs, candidate_queries,
-                                     read_indexes, title_words)
+from srdiv.collection.debian import DebianFacetsConfig, build_debian_facets
+from srdiv.collection.debian_docs import build_docs, read_indexes
+from srdiv.collection.debian_topics import candidate_queries, title_words
 from srdiv.index.analysis import tokenize_many
 from srdiv.index.sparse import count_matrix
 from srdiv.params import load_params

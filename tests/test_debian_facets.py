@@ -4,8 +4,11 @@ import dataclasses
 import hashlib
 import lzma
 import os
+import re
 import shutil
+import string
 import sys
+from importlib.resources import files
 from pathlib import Path
 
 import numpy as np
@@ -13,8 +16,8 @@ import pandas as pd
 import pytest
 
 from srdiv.cli.main import main
-from srdiv.collection.debian import (DebianFacetsConfig, adaptation, build_debian_facets, placeholder_tags,
-                                    read_indexes)
+from srdiv.collection.debian import DebianFacetsConfig, build_debian_facets, read_indexes
+from srdiv.collection.debian_topics import adaptation, placeholder_tags
 from srdiv.collection.debian_card import data_card, measure_choices, stats_table
 from srdiv.collection.debian_files import read_packages, read_release, read_translations, read_vocabulary
 from srdiv.collection.schema import TABLES, conform, load_collection
@@ -279,6 +282,13 @@ def test_shipped_copy_meets_the_issue(shipped):
 
 def test_shipped_card_statistics_match_the_tables(shipped):
     assert stats_table(shipped, _shipped_config()) in (SHIPPED / "README.md").read_text()
+
+
+def test_shipped_card_is_its_template_filled():
+    """Without the archive indexes (the rebuild below), the card's text outside its fields is the template's."""
+    parts = string.Formatter().parse(files("srdiv.collection.templates").joinpath("debian_card.md").read_text())
+    pattern = "".join(re.escape(text) + ("(.*?)" if field is not None else "") for text, field, _, _ in parts)
+    assert re.fullmatch(pattern, (SHIPPED / "README.md").read_text(), re.DOTALL)
 
 
 @pytest.mark.slow  # about two minutes of CPU: five builds of the whole collection

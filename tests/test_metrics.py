@@ -20,7 +20,8 @@ from srdiv.metrics import (
     rank_labels,
     s_recall,
 )
-from srdiv.metrics.diversity import CUTOFFS, IdealValues, greedy_ideal, ideal_depth
+from srdiv.metrics.diversity import CUTOFFS, greedy_ideal
+from srdiv.metrics.official import IdealValues, ideal_depth
 from srdiv.metrics.evaluate import qrels_labels
 from srdiv.metrics.runs import order_run
 

@@ -13,7 +13,8 @@ from scipy import stats
 from srdiv.io import InputError
 from srdiv.metrics.stats import holm_adjust, paired_pvalues
 from srdiv.params import load_params
-from srdiv.report.builder import GROUP_TITLES, build_report, build_tables, params_hash, run_specs
+from srdiv.report.builder import build_report, build_tables, params_hash
+from srdiv.report.specs import GROUP_TITLES, run_specs
 from helpers import ROOT, write_job
 
 MEASURES = ["ERR_IA@20", "alpha_nDCG@20", "NRBP", "P_IA@20", "StRecall@20",
@@ -189,7 +190,8 @@ def test_build_report_writes_every_format(tmp_path):
 
 
 def test_performance_table_counts_trainings_best_at_their_last_epoch_and_their_devices(tmp_path):
-    from srdiv.report.builder import RunSpec, convergence_note, performance_table, unbenchmarked_note
+    from srdiv.report.performance import convergence_note, performance_table, unbenchmarked_note
+    from srdiv.report.specs import RunSpec
     from srdiv.report.tables import frame_markdown
 
     def job(row, fold, best_epoch, epochs, allowed):
@@ -248,7 +250,8 @@ def test_a_pipe_in_a_label_stays_inside_its_markdown_cell():
 
 def test_tuning_table_lists_each_folds_choice_and_counts_grid_ends(tmp_path):
     from srdiv.io import InputError
-    from srdiv.report.builder import RunSpec, tuning_note, tuning_table
+    from srdiv.report.specs import RunSpec
+    from srdiv.report.tuning import tuning_note, tuning_table
 
     def job(row, fold, chosen, grid, measure="alpha_nDCG@20"):
         write_job(tmp_path / "models" / row / f"fold{fold}", row, fold, hparams={
@@ -284,7 +287,8 @@ def test_tuning_table_lists_each_folds_choice_and_counts_grid_ends(tmp_path):
 
 
 def test_tuning_table_reads_the_declared_range_trials_and_budget(tmp_path):
-    from srdiv.report.builder import RunSpec, tuning_note, tuning_table
+    from srdiv.report.specs import RunSpec
+    from srdiv.report.tuning import tuning_note, tuning_table
 
     tune = {"model.args.lam": {"low": 0.0, "high": 1.0}, "optim.args.lr": {"low": 1.0e-4, "high": 1.0, "log": True}}
     search = {"sampler": "tpe", "trials": 3, "pruned": 1, "pruner": "median", "batch": 2, "epochs": 30,
@@ -330,7 +334,8 @@ def test_the_report_refuses_incomplete_evidence(tmp_path, damage, message):
 
 
 def test_the_readme_names_the_commit_each_row_was_trained_at(tmp_path):
-    from srdiv.report.builder import RunSpec, training_commits
+    from srdiv.report.performance import training_commits
+    from srdiv.report.specs import RunSpec
 
     for row, fold, commit in (("DSSA", 1, "abc1234"), ("DSSA", 2, "abc1234"), ("xQuAD", 1, "def5678")):
         write_job(tmp_path / row / f"fold{fold}", row, fold, timings={"commit": commit})

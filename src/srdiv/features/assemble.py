@@ -108,19 +108,47 @@ def build_bundle(coll: Collection, doc_vectors: Vectors, pseudo_vectors: Vectors
     if fill not in FILLS:
         raise ValueError(f"fill must be one of {', '.join(FILLS)}, got {fill!r}")
     files = {name: name for name in ("doc_vectors", "pseudo_vectors", "relevance", "diversity")} | (files or {})
-    filled: list[str] = []
+    gap = _Gaps(fill, files)
+    qids = coll.qids
+    cand, d_pos, init_score = _candidates(coll, qids, rank_docs)
+    doc_mask = cand != ""
+    doc_vec = _doc_vectors(doc_vectors, cand, qids, gap)
+    strings, vectors = _suggestion_vectors(coll, pseudo_vectors, qids, max_subs, max_subs2, gap)
+    names, (rel_feat, sub_feat, sub2_feat) = _relevance_features(
+        relevance, strings, d_pos, cand.shape, (vectors["sub_mask"].shape[1], vectors["sub2_mask"].shape[1]), gap)
+    div_names, div_feat = _diversity_features(diversity, d_pos, cand, qids, gap)
+    labels, label_mask = _labels(coll, qids, d_pos, cand.shape)
+    bundle = Bundle(
+        qids=np.asarray(qids, dtype=str), docnos=cand.astype(str), doc_mask=doc_mask, doc_vec=doc_vec,
+        rel_feat=rel_feat, init_score=init_score, sub_feat=sub_feat, sub2_feat=sub2_feat, **vectors,
+        div_feat=div_feat, labels=labels, label_mask=label_mask,
+        feature_names=names, div_feature_names=div_names,
+    )
+    bundle.filled = tuple(gap.filled)
+    return bundle
 
-    def gap(missing: np.ndarray, total: int, what: str, source: str, first) -> None:
+
+class _Gaps:
+    """What :func:`build_bundle` does with missing rows (``fill``: :data:`FILLS`), and those it filled."""
+
+    def __init__(self, fill: str, files: dict[str, str]):
+        self.fill, self.files, self.filled = fill, files, []
+
+    def __call__(self, missing: np.ndarray, total: int, what: str, source: str, first) -> None:
         """``missing`` [items] of ``total``: an error naming the first (``first(i)``), or zeros, recorded."""
         n = int(missing.sum())
         if not n:
             return
-        if fill == "none":
-            raise InputError(files[source], f"{first(int(np.argmax(missing)))} ({n} of {total} {what}): give "
-                                            "--fill zero to use zeros")
+        if self.fill == "none":
+            raise InputError(self.files[source], f"{first(int(np.argmax(missing)))} ({n} of {total} {what}): give "
+                                                 "--fill zero to use zeros")
         warn_missing(n, total, what, "their values are zero (--fill zero)")
-        filled.append(f"{n} of {total} {what}: zero")
-    qids = coll.qids
+        self.filled.append(f"{n} of {total} {what}: zero")
+
+
+def _candidates(coll: Collection, qids: list[str], rank_docs: int) -> tuple[np.ndarray, pd.DataFrame, np.ndarray]:
+    """The candidates ``[Q, D]`` (``""`` padding), each one's ``qid, docno, d`` (its column), and the initial
+    run's scores ``[Q, D]``."""
     cands = candidates(coll, rank_docs)
     empty = sorted(set(qids) - set(cands["qid"]))
     if empty:
@@ -135,15 +163,26 @@ def build_bundle(coll: Collection, doc_vectors: Vectors, pseudo_vectors: Vectors
     init_score[doc_mask] = (cands.set_index(["qid", "docno"])["score"]
                             .groupby(level=[0, 1]).first()
                             .reindex(pd.MultiIndex.from_frame(d_pos[["qid", "docno"]])).to_numpy())
+    return cand, d_pos, init_score
 
+
+def _doc_vectors(doc_vectors: Vectors, cand: np.ndarray, qids: list[str], gap: _Gaps) -> np.ndarray:
+    """``doc_vec [Q, D, E]`` of the candidates ``cand [Q, D]``."""
+    doc_mask = cand != ""
+    n_d = cand.shape[1]
     keys, matrix = doc_vectors
     rows = np.where(doc_mask, doc_positions(keys, cand), -1)
     lacking = (doc_mask & (rows < 0)).ravel()
     gap(lacking, int(doc_mask.sum()), "candidates have no document vector", "doc_vectors",
         lambda i: f"document '{cand.ravel()[i]}' (candidate of topic '{qids[i // n_d]}') has no vector")
-    doc_vec = np.where(rows[..., None] >= 0, matrix[np.maximum(rows, 0)], 0.0).astype(np.float32)
+    return np.where(rows[..., None] >= 0, matrix[np.maximum(rows, 0)], 0.0).astype(np.float32)
 
-    # --- query and suggestion vectors
+
+def _suggestion_vectors(coll: Collection, pseudo_vectors: Vectors, qids: list[str], max_subs: int, max_subs2: int,
+                        gap: _Gaps) -> tuple[pd.DataFrame, dict[str, np.ndarray]]:
+    """The query and the kept suggestions as ``qid, sugg_id, q, slot, layer`` (layer 0 the query, 1 and 2 the
+    levels), and the bundle's query and suggestion arrays (``query_vec``, ``sub_*``, ``sub2_*``)."""
+    n_q = len(qids)
     p_keys, p_matrix = pseudo_vectors
     queries = pd.DataFrame({"qid": qids, "sugg_id": ""})
     q_rows = _lookup(p_keys, p_matrix, queries, ["qid", "sugg_id"])
@@ -174,16 +213,23 @@ def build_bundle(coll: Collection, doc_vectors: Vectors, pseudo_vectors: Vectors
     sub2_mask, sub2_vec = layer(level2)
     sub2_parent = np.full(sub2_mask.shape, -1, dtype=np.int64)
     sub2_parent[level2["q"], level2["slot"]] = level2["parent_slot"].astype(np.int64)
-
-    # --- relevance features of the query (slot 0 of layer 0) and of kept suggestions
-    key_cols = ["qid", "sugg_id", "docno"]
-    names = _feature_columns(relevance, key_cols, "features/relevance.parquet")
-    targets = [np.zeros((n_q, n_d, len(names)), dtype=np.float32),
-               np.zeros((n_q, sub_mask.shape[1], n_d, len(names)), dtype=np.float32),
-               np.zeros((n_q, sub2_mask.shape[1], n_d, len(names)), dtype=np.float32)]
     strings = pd.concat([queries.assign(q=np.arange(n_q), slot=0, layer=0),
                          level1[["qid", "sugg_id", "q", "slot"]].assign(layer=1),
                          level2[["qid", "sugg_id", "q", "slot"]].assign(layer=2)], ignore_index=True)
+    return strings, dict(query_vec=query_vec, sub_vec=sub_vec, sub_mask=sub_mask, sub_weight=sub_weight,
+                         sub2_vec=sub2_vec, sub2_mask=sub2_mask, sub2_parent=sub2_parent)
+
+
+def _relevance_features(relevance: pd.DataFrame, strings: pd.DataFrame, d_pos: pd.DataFrame, shape: tuple[int, int],
+                        widths: tuple[int, int], gap: _Gaps) -> tuple[list[str], list[np.ndarray]]:
+    """The feature names and ``rel_feat [Q, D, F]``, ``sub_feat [Q, K, D, F]``, ``sub2_feat [Q, K2, D, F]``: the
+    relevance features of the query (layer 0) and of the kept suggestions (``strings``; ``widths``: K, K2)."""
+    n_q, n_d = shape
+    key_cols = ["qid", "sugg_id", "docno"]
+    names = _feature_columns(relevance, key_cols, "features/relevance.parquet")
+    targets = [np.zeros((n_q, n_d, len(names)), dtype=np.float32),
+               np.zeros((n_q, widths[0], n_d, len(names)), dtype=np.float32),
+               np.zeros((n_q, widths[1], n_d, len(names)), dtype=np.float32)]
     rel = relevance.merge(strings, on=["qid", "sugg_id"]).merge(d_pos, on=["qid", "docno"])
     rel = rel.drop_duplicates(["qid", "sugg_id", "docno"])
     wanted = strings[["qid", "sugg_id"]].merge(d_pos[["qid", "docno"]], on="qid")    # every pair, in order
@@ -199,9 +245,14 @@ def build_bundle(coll: Collection, doc_vectors: Vectors, pseudo_vectors: Vectors
             target[rel["q"][part], rel["d"][part]] = values[part]
         else:
             target[rel["q"][part], rel["slot"][part], rel["d"][part]] = values[part]
-    rel_feat, sub_feat, sub2_feat = targets
+    return names, targets
 
-    # --- pairwise diversity features (symmetric, zero diagonal)
+
+def _diversity_features(diversity: pd.DataFrame, d_pos: pd.DataFrame, cand: np.ndarray, qids: list[str],
+                        gap: _Gaps) -> tuple[list[str], np.ndarray]:
+    """The feature names and ``div_feat [Q, D, D, R]`` of the candidate pairs (symmetric, zero diagonal)."""
+    doc_mask = cand != ""
+    n_q, n_d = cand.shape
     div_names = _feature_columns(diversity, ["qid", "docno_a", "docno_b"], "features/diversity.parquet")
     div = (diversity.merge(d_pos.rename(columns={"docno": "docno_a", "d": "a"}), on=["qid", "docno_a"])
            .merge(d_pos.rename(columns={"docno": "docno_b", "d": "b"}), on=["qid", "docno_b"]))
@@ -217,8 +268,13 @@ def build_bundle(coll: Collection, doc_vectors: Vectors, pseudo_vectors: Vectors
     gap(lacking, int(pairs.sum()), "candidate pairs have no diversity features", "diversity",
         lambda i: f"documents '{cand.ravel()[i // n_d]}' and '{cand[i // (n_d * n_d), i % n_d]}' (candidates of "
                   f"topic '{qids[i // (n_d * n_d)]}') have no diversity features")
+    return div_names, div_feat
 
-    # --- labels against the official subtopics
+
+def _labels(coll: Collection, qids: list[str], d_pos: pd.DataFrame,
+            shape: tuple[int, int]) -> tuple[np.ndarray, np.ndarray]:
+    """``labels [Q, D, S]`` against the official subtopics, and ``label_mask [Q, S]``."""
+    n_q, n_d = shape
     subtopics = _slots(coll.subtopics, qids, np.iinfo(np.int64).max)
     n_s = max(int(subtopics["slot"].max()) + 1 if len(subtopics) else 0, 1)
     label_mask = np.zeros((n_q, n_s), dtype=bool)
@@ -228,14 +284,4 @@ def build_bundle(coll: Collection, doc_vectors: Vectors, pseudo_vectors: Vectors
               .merge(d_pos, on=["qid", "docno"]))
     labels = np.zeros((n_q, n_d, n_s), dtype=np.float32)
     labels[judged["q"], judged["d"], judged["slot"]] = 1.0
-
-    bundle = Bundle(
-        qids=np.asarray(qids, dtype=str), docnos=cand.astype(str), doc_mask=doc_mask, doc_vec=doc_vec,
-        query_vec=query_vec, rel_feat=rel_feat, init_score=init_score,
-        sub_vec=sub_vec, sub_feat=sub_feat, sub_mask=sub_mask, sub_weight=sub_weight,
-        sub2_vec=sub2_vec, sub2_feat=sub2_feat, sub2_mask=sub2_mask, sub2_parent=sub2_parent,
-        div_feat=div_feat, labels=labels, label_mask=label_mask,
-        feature_names=names, div_feature_names=div_names,
-    )
-    bundle.filled = tuple(filled)
-    return bundle
+    return labels, label_mask

@@ -14,12 +14,12 @@ from srdiv.metrics.diversity import (
     ideal_ranking,
     novelty_gains,
     nrbp,
-    official_metrics,
     precision_ia,
     rank_labels,
     s_recall,
 )
 from srdiv.metrics.evaluate import MEASURES, DiversityEvaluator, evaluate_run, mean_measures
+from srdiv.metrics.official import official_metrics
 
 
 def __getattr__(name: str):

@@ -19,9 +19,9 @@ from typing import TYPE_CHECKING, Iterable, NamedTuple, Sequence
 
 import numpy as np
 
-from srdiv.metrics.diversity import (ALPHA, BETA, CUTOFFS, IdealValues, greedy_ideal, ideal_depth, official_metrics,
-                                     row_order)
+from srdiv.metrics.diversity import ALPHA, BETA, CUTOFFS, greedy_ideal, row_order
 from srdiv.metrics.names import CUTOFF_FAMILIES, WHOLE_LIST
+from srdiv.metrics.official import IdealValues, ideal_depth, official_metrics
 
 if TYPE_CHECKING:
     import pandas as pd

@@ -1,18 +1,15 @@
 """DSSA-RNNMP and hierarchical DSSA (Jiang et al., TKDE, Sections 4.1-4.2).
 
-A document's score at rank t is a mix of its relevance to the query and to
-every suggestion ("subtopic"), weighted by attention a_{t,k} that moves away
-from subtopics the already selected documents cover. Both models are one
-network seen through *layers* of subtopics (the paper: "DSSA based on a flat
-list of subtopics is a special case of HDSSA"):
+A document's score at rank t is a mix of its relevance to the query and to every suggestion ("subtopic"), weighted
+by attention a_{t,k} that moves away from subtopics the already selected documents cover. Both models are one
+network seen through *layers* of subtopics (the paper: "DSSA based on a flat list of subtopics is a special case of
+HDSSA"):
 
-* :class:`DSSA`: layer 0 = the query, layer 1 = the level-1 suggestions.
-  Attention is normalised within each layer (so the query's is always 1) and
-  the layer weights are beta = (1 - lambda, lambda): Eq. (9)-(10).
-* :class:`HDSSA`: layer 0 = the query as root subtopic, layer 1 = level-1
-  suggestions, layer 2 = level-2 suggestions. One softmax over all subtopics of
-  all layers (Eq. 13) and layer weights beta, balanced (HDSSA-B) or learned
-  (HDSSA): Eq. (15). lambda disappears.
+* :class:`DSSA`: layer 0 = the query, layer 1 = the level-1 suggestions. Attention is normalised within each layer
+  (so the query's is always 1) and the layer weights are beta = (1 - lambda, lambda): Eq. (9)-(10).
+* :class:`HDSSA`: layer 0 = the query as root subtopic, layer 1 = level-1 suggestions, layer 2 = level-2
+  suggestions. One softmax over all subtopics of all layers (Eq. 13) and layer weights beta, balanced (HDSSA-B) or
+  learned (HDSSA): Eq. (15). lambda disappears.
 
 Per subtopic i (the query included) and candidate d, as implemented:
 
@@ -25,46 +22,38 @@ Per subtopic i (the query included) and candidate d, as implemented:
     score       s_{d,t} = sum_i beta_{layer(i)} a_{t,i} r(d, i)              (Eq. 9, 15)
     state       h_t = cell(h_{t-1}, e_{d_t}), h_0 = 0 (vanilla / GRU / LSTM)  (Eq. 5)
 
-The representation (LDA or doc2vec, Table 8) is the bundle the pipeline feeds
-(a row's ``representation:`` key picks ``bundle/<repr>.npz``); the network only
-sees its vectors.
+The representation (LDA or doc2vec, Table 8) is the bundle the pipeline feeds (a row's ``representation:`` key picks
+``bundle/<repr>.npz``); the network only sees its vectors.
 
 Choices where the paper is silent or garbled (each one is a parameter):
 
-* ``rnn_input``: the RNN reads the document vector e_d (``"vec"``, Fig. 2 and
-  Eq. 5); ``"vec+rel"`` also feeds the query features x_{d,q}.
-* ``dropout``: applied to h_{t-1} before attention (the paper says dropout 0.5,
-  not where).
-* ``attention="dot"``: the paper writes A' with a minus sign ("similar h and e
-  mean the subtopic is satisfied, so lower attention"); kept.
-* HDSSA initial weights: query 1, each level-1 suggestion its ``sub_weight``
-  (uniform, summing to 1), each level-2 suggestion its parent's weight split
-  evenly over the parent's children (Section 5.1, Eq. 14). A level-1
-  suggestion without children is repeated on layer 2 as its own only child
-  (Section 4.2), so every layer's initial weights sum to 1.
-* HDSSA learned beta = L * softmax(theta), theta = 0 at start: positive, starts
-  balanced; the overall scale is absorbed by W_s and w_r. Balanced beta = 1.
-* HDSSA ``levels`` (Table 10): (1, 2) is HDSSA; (1,) HDSSA-1 (query and level-1
-  layers), (2,) HDSSA-2 (query and level-2 layers, childless level-1 suggestions
-  repeated there as in HDSSA).
+* ``rnn_input``: the RNN reads the document vector e_d (``"vec"``, Fig. 2 and Eq. 5); ``"vec+rel"`` also feeds the
+  query features x_{d,q}.
+* ``dropout``: applied to h_{t-1} before attention (the paper says dropout 0.5, not where).
+* ``attention="dot"``: the paper writes A' with a minus sign ("similar h and e mean the subtopic is satisfied, so
+  lower attention"); kept.
+* HDSSA initial weights: query 1, each level-1 suggestion its ``sub_weight`` (uniform, summing to 1), each level-2
+  suggestion its parent's weight split evenly over the parent's children (Section 5.1, Eq. 14). A level-1 suggestion
+  without children is repeated on layer 2 as its own only child (Section 4.2), so every layer's initial weights sum
+  to 1.
+* HDSSA learned beta = L * softmax(theta), theta = 0 at start: positive, starts balanced; the overall scale is
+  absorbed by W_s and w_r. Balanced beta = 1.
+* HDSSA ``levels`` (Table 10): (1, 2) is HDSSA; (1,) HDSSA-1 (query and level-1 layers), (2,) HDSSA-2 (query and
+  level-2 layers, childless level-1 suggestions repeated there as in HDSSA).
 
-Extension, not in the paper (``accumulate=True``, off by default). Eq. (7)'s
-max-pooling cannot say "a selected document already covers subtopic i": after a
-relevant and then a non-relevant document the max is unchanged, and attention
-depends on the state h alone. ``accumulate`` adds xQuAD's not-yet-covered
-probability to the attention:
+Extension, not in the paper (``accumulate=True``, off by default). Eq. (7)'s max-pooling cannot say "a selected
+document already covers subtopic i": after a relevant and then a non-relevant document the max is unchanged, and
+attention depends on the state h alone. ``accumulate`` adds xQuAD's not-yet-covered probability to the attention:
 
     a'_{t,i} += sum_{j<t} log(1 - c(d_j, i)),   c(d, i) = sigmoid(x_{d,i}^T w_c + b_c)
 
 so a_{t,i} is proportional to w_i exp(A' + max-pool) prod_{j<t} (1 - c(d_j, i)).
 
-Extension, not in the paper (``normalize=True``, off by default): the query, suggestion
-and document vectors are L2-normalised before anything reads them, as DALETOR
-(Section 4.1) does with its inputs. It tests whether a representation falls behind
-because of its vectors' scale rather than what they point at: S' and A' are bilinear
-in the vectors, so their scale sets the scale of the relevance and attention logits
-(on wordnet-div, a document's doc2vec norm times a suggestion's is about 80 times
-the same product for LDA).
+Extension, not in the paper (``normalize=True``, off by default): the query, suggestion and document vectors are
+L2-normalised before anything reads them, as DALETOR (Section 4.1) does with its inputs. It tests whether a
+representation falls behind because of its vectors' scale rather than what they point at: S' and A' are bilinear in
+the vectors, so their scale sets the scale of the relevance and attention logits (on wordnet-div, a document's
+doc2vec norm times a suggestion's is about 80 times the same product for LDA).
 """
 
 from __future__ import annotations
@@ -154,7 +143,6 @@ class SubtopicAttentionRanker(DiversityModel):
         self.W_a = _bilinear(hidden, dims.emb) if attention == "general" else None
         self.W_s = _bilinear(dims.emb, dims.emb) if similarity == "general" else None
 
-    # --- what subclasses define -------------------------------------------------
     def subtopics(self, batch: Batch) -> Subtopics:
         raise NotImplementedError
 
@@ -162,7 +150,6 @@ class SubtopicAttentionRanker(DiversityModel):
         """beta ``[layers]``."""
         raise NotImplementedError
 
-    # --- the network ------------------------------------------------------------
     def inputs(self, batch: Batch) -> Batch:
         """The batch the network reads: with ``normalize``, its :data:`VECTORS` L2-normalised (padding stays 0)."""
         if not self.normalize:
@@ -352,7 +339,6 @@ class HDSSA(SubtopicAttentionRanker):
         return _stack([[_query_as_subtopic(batch)], *(layers[k] for k in self.levels)])
 
 
-# --- helpers ---------------------------------------------------------------------
 def _bilinear(rows: int, cols: int) -> nn.Parameter:
     """A bilinear map W [rows, cols] (Xavier-initialised)."""
     return nn.Parameter(nn.init.xavier_uniform_(torch.empty(rows, cols)))

@@ -17,7 +17,7 @@ from pathlib import Path
 import pandas as pd
 
 from srdiv.metrics.stats import paired_pvalues, per_query
-from srdiv.report.builder import with_run_labels
+from srdiv.report.specs import with_run_labels
 
 RESULTS = Path("results")
 
