@@ -9,8 +9,6 @@ import srdiv
 SRC = Path(srdiv.__file__).resolve().parent
 MODULE_LINES = 400
 FUNCTION_LINES = 80
-BEING_SPLIT = {"train/job.py", "train/job.py:run_job", "metrics/evaluate_files.py", "metrics/commands.py:evaluate"}
-"""Over the limits now and being split in the same change (issue 61): empty this once that is merged."""
 
 
 def oversized() -> dict[str, int]:
@@ -31,8 +29,4 @@ def oversized() -> dict[str, int]:
 
 
 def test_no_module_or_function_over_the_limits():
-    assert {name: n for name, n in oversized().items() if name not in BEING_SPLIT} == {}
-
-
-def test_being_split_lists_only_what_is_still_over():
-    assert BEING_SPLIT - set(oversized()) == set()
+    assert oversized() == {}

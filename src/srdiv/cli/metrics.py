@@ -61,8 +61,6 @@ def evaluate(
     marked ▲ (▼) where significantly better (worse) than the first: two-tailed paired t-test over the
     evaluated topics, p < alpha, as in the report's tables.
     """
-    from srdiv.io import InputError
-
     files = files or []
     if collection is None and qrels is None and not run:
         if len(files) < 2:
@@ -71,6 +69,16 @@ def evaluate(
 
         run_command(Path(files[0]), Path(files[1]), files[2:], per_query, by_score, ties, places, out)
         return
+    evaluate_runs(files, run, out, collection, qrels, by_score, ties, fold, topics, alpha, holm, per_query)
+
+
+def evaluate_runs(files: list[str], run: list[Path] | None, out: Path | None, collection: Path | None,
+                  qrels: Path | None, by_score: bool, ties: str, fold: int | None, topics: str | None,
+                  alpha: float, holm: bool, per_query: bool) -> None:
+    """``srdiv evaluate``'s form with ``--qrels`` or ``--collection`` and ``--run`` (repeatable): one line of
+    means per run, paired t-tests against the first."""
+    from srdiv.io import InputError
+
     import pandas as pd
 
     from srdiv.io import write_parquet
