@@ -10,8 +10,8 @@ import srdiv
 SRC = Path(srdiv.__file__).resolve().parent
 LAYERS = [
     {"io", "params", "registry", "provenance"},
+    {"metrics"},        # the measures, and their names (the headline measure a row is validated by)
     {"experiment"},
-    {"metrics"},
     {"index"},
     {"collection"},
     {"text"},

@@ -5,9 +5,9 @@ this list, and no module imports itself back through others (``tests/test_layers
 otherwise)::
 
     io, params, registry, provenance    files, configuration, registries, where numbers came from
+    metrics                             the official measures and their names, run files, paired tests,
+                                        ideal rankings and the metric M of training targets
     experiment                          rows of params.yaml, train settings, the folds a run uses
-    metrics                             the official measures, run files, paired tests, ideal rankings
-                                        and the metric M of training targets
     index                               tokenisation and sparse BM25 / query-likelihood scoring
     collection                          collections in the one schema (TREC, wordnet-div, subsets)
     text                                documents, doc2vec / LDA / SVD, pseudo-documents

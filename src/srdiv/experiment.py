@@ -35,6 +35,7 @@ from typing import Any, Sequence
 
 import pandas as pd
 
+from srdiv.metrics.names import HEADLINE
 from srdiv.params import model_rows
 from srdiv.registry import MODELS, OBJECTIVES, source_of
 
@@ -52,7 +53,7 @@ class TrainSettings:
     batch_size: int = 16
     rank_batch: int = 64
     device: str = "auto"
-    valid_measure: str = "alpha_nDCG@20"
+    valid_measure: str = HEADLINE
 
     @classmethod
     def from_params(cls, params: dict, overrides: dict | None = None) -> "TrainSettings":

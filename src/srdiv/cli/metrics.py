@@ -9,6 +9,7 @@ from typing import Optional
 import typer
 
 from srdiv.cli.options import PARAMS
+from srdiv.metrics.names import HEADLINE, SIGNIFICANCE
 
 
 def register(app: typer.Typer) -> None:
@@ -49,7 +50,8 @@ def evaluate(
                                                   "needs --collection)."),
     topics: Optional[str] = typer.Option(None, help="Evaluate only these topics: qids and numeric ranges, e.g. "
                                                     "'1-50' (Web Track 2009) or '51,53-60'."),
-    alpha: float = typer.Option(0.05, help="Significance level of the paired t-tests (several runs)."),
+    level: float = typer.Option(SIGNIFICANCE, "--alpha",
+                                help="Significance level of the paired t-tests (several runs)."),
     holm: bool = typer.Option(False, "--holm", help="Holm-Bonferroni correction of the paired t-tests over the "
                                                     "runs compared with the first (as report.holm, pt.Experiment's "
                                                     "correction='holm')."),
@@ -69,12 +71,12 @@ def evaluate(
 
         run_command(Path(files[0]), Path(files[1]), files[2:], per_query, by_score, ties, places, out)
         return
-    evaluate_runs(files, run, out, collection, qrels, by_score, ties, fold, topics, alpha, holm, per_query)
+    evaluate_runs(files, run, out, collection, qrels, by_score, ties, fold, topics, level, holm, per_query)
 
 
 def evaluate_runs(files: list[str], run: list[Path] | None, out: Path | None, collection: Path | None,
                   qrels: Path | None, by_score: bool, ties: str, fold: int | None, topics: str | None,
-                  alpha: float, holm: bool, per_query: bool) -> None:
+                  level: float, holm: bool, per_query: bool) -> None:
     """``srdiv evaluate``'s form with ``--qrels`` or ``--collection`` and ``--run`` (repeatable): one line of
     means per run, paired t-tests against the first."""
     from srdiv.io import InputError
@@ -91,8 +93,8 @@ def evaluate_runs(files: list[str], run: list[Path] | None, out: Path | None, co
         raise typer.BadParameter("give the run to evaluate", param_hint="--run")
     if per_query:
         raise typer.BadParameter("prints per-query lines in the QRELS RUN form", param_hint="-q")
-    if not 0 < alpha < 1:
-        raise InputError("--alpha", f"the significance level must lie in (0, 1), got {alpha}")
+    if not 0 < level < 1:
+        raise InputError("--alpha", f"the significance level must lie in (0, 1), got {level}")
     if (collection is None) == (qrels is None):
         raise typer.BadParameter("give exactly one of --collection DIR and --qrels FILE")
     if ties not in TIES:
@@ -130,7 +132,7 @@ def evaluate_runs(files: list[str], run: list[Path] | None, out: Path | None, co
         write_values({column: results[column].tolist() for column in results}, out)
     for note in notes:
         typer.echo(note, err=True)
-    typer.echo(summary(results, names, alpha, holm))
+    typer.echo(summary(results, names, level, holm))
 
 
 def judgments(collection: Path | None, qrels: Path | None, fold: int | None):
@@ -179,7 +181,7 @@ def topic_list(spec: str, qids: list[str], source: Path) -> set[str]:
     return chosen
 
 
-def summary(results, names: list[str], alpha: float, holm: bool = False) -> str:
+def summary(results, names: list[str], level: float, holm: bool = False) -> str:
     """One line per run: topics and the means of the @20 measures (and those without a cut-off),
     marked against the first run (``holm``: Holm-corrected p-values over the runs, per measure)."""
     import pandas as pd
@@ -194,14 +196,14 @@ def summary(results, names: list[str], alpha: float, holm: bool = False) -> str:
         wide = results[results["measure"] == measure].pivot(index="qid", columns="run", values="value")
         p = paired_pvalues(wide, names[0], holm=holm) if len(names) > 1 else {}
         diff = wide.mean() - wide[names[0]].mean()
-        marks[measure] = {run: ("▲" if diff[run] > 0 else "▼") if p.get(run, 1.0) < alpha else "" for run in names}
+        marks[measure] = {run: ("▲" if diff[run] > 0 else "▼") if p.get(run, 1.0) < level else "" for run in names}
     for name in names:
         means = mean_measures(results[results["run"] == name])
         topics = results.loc[results["run"] == name, "qid"].nunique()
         lines.append(f"{name}\t{topics}\t" + "\t".join(f"{means[m]:.4f}{marks[m][name]}" for m in measures))
     if len(names) > 1:
         test = "paired t-test, Holm-corrected p" if holm else "paired t-test, p"
-        lines.append(f"▲/▼: significantly better/worse than {names[0]} ({test} < {alpha})")
+        lines.append(f"▲/▼: significantly better/worse than {names[0]} ({test} < {level})")
     return "\n".join(lines)
 
 
@@ -242,7 +244,7 @@ def learning_check(
     collection: Path = typer.Option(..., help="The collection the rows ran on, e.g. work/planted/collection."),
     share: Optional[float] = typer.Option(None, help="Share of the gap between the initial run and the ideal re-ranking "
                                            "each row must close (default: 0.05, docs/planted.md: how it was chosen)."),
-    measure: str = typer.Option("alpha_nDCG@20", help="The measure of the gap."),
+    measure: str = typer.Option(HEADLINE, help="The measure of the gap."),
     depth: int = typer.Option(50, help="Candidates re-ranked per query (params.yaml train.rank_docs)."),
     rows: Optional[list[str]] = typer.Option(None, "--row", help="Rows to check (repeatable; default: every row "
                                                                   "of --metrics but the initial run)."),

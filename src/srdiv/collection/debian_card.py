@@ -21,6 +21,7 @@ from srdiv.collection.schema import Collection
 from srdiv.collection.templates import fill
 from srdiv.collection.wordnet_card import _fmt, collection_stats
 from srdiv.index.analysis import tokenize
+from srdiv.metrics.names import HEADLINE
 
 COMMANDLINE = "interface::commandline"
 """The tag that is a subtopic of most queries (the card states its share)."""
@@ -134,8 +135,8 @@ def _untagged_row(build: Build, cfg: DebianFacetsConfig) -> dict[str, float]:
         "relevant share of tagged in-scope (top 50)": rate,
         "missed relevant per query (estimate)": rate * (untagged & in_scope).sum() / n_q,
         "relevant per query (top 50)": stats[f"relevant documents per query (top {cfg.candidates})"],
-        "initial alpha_nDCG@20": stats[f"initial run (top {cfg.candidates}): alpha_nDCG@20"],
-        "ideal alpha_nDCG@20": stats[f"ideal re-ranking of the top {cfg.candidates}: alpha_nDCG@20"],
+        f"initial {HEADLINE}": stats[f"initial run (top {cfg.candidates}): {HEADLINE}"],
+        f"ideal {HEADLINE}": stats[f"ideal re-ranking of the top {cfg.candidates}: {HEADLINE}"],
     }
 
 

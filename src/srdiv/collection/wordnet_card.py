@@ -51,6 +51,7 @@ def reranked_run(coll: Collection, docnos: np.ndarray, order: np.ndarray) -> pd.
 def collection_stats(coll: Collection, candidates: int) -> dict[str, float]:
     """The card's numbers: sizes, per-query averages, official metrics of the initial run and of the ideal re-ranking."""
     from srdiv.metrics import evaluate_run, ideal_ranking, mean_measures
+    from srdiv.metrics.names import HEADLINE
 
     per_query = lambda s: s.reindex(coll.qids, fill_value=0)  # noqa: E731
     n_sub = per_query(coll.subtopics.groupby("qid").size())
@@ -77,8 +78,8 @@ def collection_stats(coll: Collection, candidates: int) -> dict[str, float]:
     stats.update({f"initial run (top {candidates}): {m}": initial[m] for m in CARD_MEASURES})
     docnos, labels = candidate_labels(coll, candidates)
     ideal = reranked_run(coll, docnos, ideal_ranking(labels))
-    stats[f"ideal re-ranking of the top {candidates}: alpha_nDCG@20"] = mean_measures(
-        evaluate_run(ideal, coll.qrels, ["alpha_nDCG@20"]))["alpha_nDCG@20"]
+    stats[f"ideal re-ranking of the top {candidates}: {HEADLINE}"] = mean_measures(
+        evaluate_run(ideal, coll.qrels, [HEADLINE]))[HEADLINE]
     return stats
 
 

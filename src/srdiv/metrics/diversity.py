@@ -43,6 +43,7 @@ import math
 import numpy as np
 
 ALPHA = 0.5
+"""The novelty gain's alpha (Clarke et al., SIGIR 2008): every official measure's and every training target's."""
 BETA = 0.5
 CUTOFFS = (5, 10, 20)
 BLOCK = 2**20

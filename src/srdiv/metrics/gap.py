@@ -14,6 +14,7 @@ import pandas as pd
 
 from srdiv.metrics.diversity import ideal_ranking
 from srdiv.metrics.evaluate import evaluate_run
+from srdiv.metrics.names import HEADLINE
 
 PLANTED_SHARE = 0.05
 """The share of the gap each trainable row must close on the planted collection: the smallest share of the room
@@ -44,7 +45,7 @@ def ideal_run(run: pd.DataFrame, qrels: pd.DataFrame, depth: int) -> pd.DataFram
     return pd.concat(frames, ignore_index=True)
 
 
-def gap_closed(metrics: pd.DataFrame, ideal: pd.DataFrame, measure: str = "alpha_nDCG@20",
+def gap_closed(metrics: pd.DataFrame, ideal: pd.DataFrame, measure: str = HEADLINE,
                initial: str = "Initial") -> pd.DataFrame:
     """Per row of ``metrics`` (``model, variant, fold, qid, measure, value``, :func:`srdiv.report.gather.read_metrics`):
     ``row, queries, value, initial, ideal, closed``, means of ``measure`` over the row's test queries.

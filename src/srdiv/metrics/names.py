@@ -1,6 +1,7 @@
 """Measure names: ir_measures' syntax is the identifier everywhere (command line, ``metrics.parquet``,
 tables files), the papers' abbreviations only the labels of table headers and plots (:data:`LABELS`);
-and the names of the rules that order equal scores (:data:`TIES`).
+the names of the rules that order equal scores (:data:`TIES`); the headline measure (:data:`HEADLINE`) and the
+significance level of the paired tests (:data:`SIGNIFICANCE`).
 
 ir_measures writes a measure ``Name(param=value,...)@cutoff``, leaving out the parameters at their
 defaults: ``alpha_nDCG@20``, ``alpha_nDCG(alpha=0.25)@10``, ``ERR_IA@20``, ``NRBP(beta=0.9)``.
@@ -15,6 +16,10 @@ from srdiv.metrics.diversity import ALPHA, BETA
 
 CUTOFF_FAMILIES = ("alpha_nDCG", "ERR_IA", "nERR_IA", "P_IA", "StRecall")
 WHOLE_LIST = ("NRBP", "nNRBP")
+HEADLINE = "alpha_nDCG@20"
+"""The measure rows are chosen, checked and plotted by: validation, sweeps, the learning check, the cards."""
+SIGNIFICANCE = 0.05
+"""Level of the two-tailed paired t-tests that mark table cells (``report.alpha``, ``srdiv evaluate --alpha``)."""
 TIES = {"ndeval": "docno descending (ndeval -traditional, trec_eval)",
         "pyndeval": "docno ascending (pyndeval: ir_measures, pt.Experiment)"}
 """How a run ordered by score breaks ties, by the tool whose order it is."""

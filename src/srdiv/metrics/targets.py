@@ -12,13 +12,13 @@ from typing import Callable
 
 import numpy as np
 
-from srdiv.metrics.diversity import alpha_dcg, alpha_ndcg_candidates, ideal_ranking
+from srdiv.metrics.diversity import ALPHA, alpha_dcg, alpha_ndcg_candidates, ideal_ranking
 
 Metric = Callable[[np.ndarray, np.ndarray], np.ndarray]
 """``M(ranked [T, L, S], candidates [D, S]) -> [T]``: values of T rankings of one candidate list."""
 
 
-def ideal_orders(labels: np.ndarray, doc_mask: np.ndarray, alpha: float = 0.5) -> np.ndarray:
+def ideal_orders(labels: np.ndarray, doc_mask: np.ndarray, alpha: float = ALPHA) -> np.ndarray:
     """``[Q, D]`` greedy alpha-DCG ideal order of each candidate list, padding (-1) last.
 
     ``labels [Q, D, S]``, ``doc_mask [Q, D]``. Padded candidates have no
@@ -32,7 +32,7 @@ def ideal_orders(labels: np.ndarray, doc_mask: np.ndarray, alpha: float = 0.5) -
     return np.where(np.sort(~real, axis=1), -1, order)
 
 
-def ranking_metric(name: str, alpha: float = 0.5) -> Metric:
+def ranking_metric(name: str, alpha: float = ALPHA) -> Metric:
     """The metric M named in ``params.yaml``: ``alpha_nDCG_cand@k`` or ``alpha_DCG@k``.
 
     ``alpha_nDCG_cand@k`` is DSSA's candidate-list-normalised alpha-nDCG

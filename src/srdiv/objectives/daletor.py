@@ -36,7 +36,7 @@ import numpy as np
 import torch
 
 from srdiv.features.bundle import Bundle
-from srdiv.metrics.diversity import alpha_dcg, ideal_ranking, rank_labels
+from srdiv.metrics.diversity import ALPHA, alpha_dcg, ideal_ranking, rank_labels
 from srdiv.models.base import Batch, DiversityModel
 from srdiv.objectives.base import Objective, take
 from srdiv.registry import OBJECTIVES
@@ -57,7 +57,7 @@ def soft_ranks(scores: torch.Tensor, labels: torch.Tensor, mask: torch.Tensor,
 
 
 def smooth_metric(scores: torch.Tensor, labels: torch.Tensor, mask: torch.Tensor, metric: str = "alpha_dcg",
-                  temperature: float = 0.1, alpha: float = 0.5) -> torch.Tensor:
+                  temperature: float = 0.1, alpha: float = ALPHA) -> torch.Tensor:
     """``[B]`` unnormalised smooth metric: ``sum_i G_i / log2(1 + R_i)`` (alpha-DCG, alpha-nDCG) or ``/ R_i`` (ERR-IA).
 
     Multiply by :func:`metric_weights` for alpha-nDCG and ERR-IA.
@@ -71,7 +71,7 @@ def smooth_metric(scores: torch.Tensor, labels: torch.Tensor, mask: torch.Tensor
 
 
 def metric_weights(labels: np.ndarray, doc_mask: np.ndarray, label_mask: np.ndarray, metric: str = "alpha_dcg",
-                   alpha: float = 0.5) -> np.ndarray:
+                   alpha: float = ALPHA) -> np.ndarray:
     """``[Q]`` per-query constant of the metric (0 where the normaliser is 0): see the module docstring."""
     labels = labels * doc_mask[:, :, None]
     if metric == "alpha_dcg":
@@ -104,7 +104,7 @@ class SmoothDiversityLoss(Objective):
     the paper's Gumbel-alpha-DCG uses 10).
     """
 
-    def __init__(self, metric: str = "alpha_dcg", temperature: float = 0.1, alpha: float = 0.5,
+    def __init__(self, metric: str = "alpha_dcg", temperature: float = 0.1, alpha: float = ALPHA,
                  gumbel: float | None = None, **params: Any):
         super().__init__(metric=metric, temperature=temperature, alpha=alpha, gumbel=gumbel, **params)
         if metric not in SMOOTH_METRICS:

@@ -18,6 +18,7 @@ import numpy as np
 import torch
 
 from srdiv.features.bundle import Bundle
+from srdiv.metrics.diversity import ALPHA
 from srdiv.metrics.targets import ideal_orders
 from srdiv.models.base import Batch, DiversityModel
 from srdiv.objectives.base import Objective, take
@@ -36,7 +37,7 @@ class Rankings(NamedTuple):
 class PlackettLuceMLE(Objective):
     """Minus log Plackett-Luce probability of the ideal ranking. Param: ``alpha`` (0.5) of the ideal."""
 
-    def __init__(self, alpha: float = 0.5, **params: Any):
+    def __init__(self, alpha: float = ALPHA, **params: Any):
         super().__init__(alpha=alpha, **params)
         self.alpha = float(alpha)
 

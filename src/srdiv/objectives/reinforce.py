@@ -48,6 +48,7 @@ import torch
 
 from srdiv.features.bundle import Bundle
 from srdiv.metrics import alpha_dcg, alpha_dcg_gains, rank_labels, s_recall
+from srdiv.metrics.diversity import ALPHA
 from srdiv.models.base import Batch, DiversityModel
 from srdiv.models.ranking import rank_bundle
 from srdiv.objectives.base import Objective, take
@@ -69,7 +70,7 @@ def ranked_labels(labels: np.ndarray, order: np.ndarray) -> np.ndarray:
     return rank_labels(labels, np.clip(order, 0, None)) * (order >= 0)[..., None]
 
 
-def step_rewards(labels: np.ndarray, order: np.ndarray, reward: str, alpha: float = 0.5) -> np.ndarray:
+def step_rewards(labels: np.ndarray, order: np.ndarray, reward: str, alpha: float = ALPHA) -> np.ndarray:
     """``[B, D]`` reward ``r_{t+1}`` of each position of ``order [B, D]`` (-1 padding gets 0).
 
     ``labels [B, D, S]`` are the candidates' subtopic labels; the rewards are
@@ -100,7 +101,7 @@ class Reinforce(Objective):
     ARG_RANGES = {"episodes": "[1, inf)"}
     """Allowed intervals of the constructor's arguments (:func:`srdiv.registry.check_args`)."""
 
-    def __init__(self, reward: str = "alpha_dcg", gamma: float = 1.0, alpha: float = 0.5,
+    def __init__(self, reward: str = "alpha_dcg", gamma: float = 1.0, alpha: float = ALPHA,
                  return_only: bool = False, episodes: int = 1, baseline: str = "none", **params: Any):
         super().__init__(reward=reward, gamma=gamma, alpha=alpha, return_only=return_only, episodes=episodes,
                          baseline=baseline, **params)

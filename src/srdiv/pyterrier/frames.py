@@ -14,6 +14,7 @@ import torch
 from srdiv.collection.schema import Collection, load_collection
 from srdiv.io import InputError
 from srdiv.metrics.evaluate import MEASURES as MEASURE_NAMES
+from srdiv.metrics.names import SIGNIFICANCE
 from srdiv.report.specs import MAIN_MEASURES
 
 MEASURES = [ir_measures.parse_measure(name) for name in MAIN_MEASURES]
@@ -49,9 +50,9 @@ def topics(collection: Collection | str | os.PathLike) -> pd.DataFrame:
     return as_collection(collection).topics[["qid", "query"]].copy()
 
 
-def marked_table(table: pd.DataFrame, alpha: float = 0.05, digits: int = 3) -> pd.DataFrame:
+def marked_table(table: pd.DataFrame, level: float = SIGNIFICANCE, digits: int = 3) -> pd.DataFrame:
     """``pt.Experiment``'s result -> ``name`` and each measure's mean to ``digits`` places (in :data:`ALL_MEASURES`'
-    order), as the report's tables write them: ▲ (▼) where the row's mean is above (below) the ``baseline``'s and its p-value is below ``alpha``.
+    order), as the report's tables write them: ▲ (▼) where the row's mean is above (below) the ``baseline``'s and its p-value is below ``level``.
 
     The p-value is the one ``pt.Experiment`` computed (paired t-test), after its ``correction`` (e.g. ``"holm"``)
     when it made one; a row whose test has no p-value (no difference on any query) is not marked, nor is any row
@@ -69,7 +70,7 @@ def marked_table(table: pd.DataFrame, alpha: float = 0.05, digits: int = 3) -> p
         if p is not None:
             baseline = table.loc[table[f"{m} +"].isna(), m].iloc[0]
             arrow = (table[m] > baseline).map({True: "▲", False: "▼"})
-            values += arrow.where(p.astype(float) < alpha, "")
+            values += arrow.where(p.astype(float) < level, "")
         out[m] = values
     return out
 

@@ -11,6 +11,7 @@ import pandas as pd
 
 from srdiv.experiment import in_folds
 from srdiv.io import InputError, atomic_set, committed, first_misfit, read_parquet, write_text
+from srdiv.metrics.names import HEADLINE
 from srdiv.metrics.runs import RUN_FILE
 from srdiv.provenance import git_commit, machine
 from srdiv.report import plots
@@ -184,13 +185,13 @@ def write_plots(metrics: pd.DataFrame, params: dict, specs: list[RunSpec], plot_
     groups = {s.label: GROUP_TITLES.get(s.group, s.group) for s in specs}
     written = []
     if reference is not None:
-        written += plots.per_query_differences(labelled, main_runs, reference, "alpha_nDCG@20",
+        written += plots.per_query_differences(labelled, main_runs, reference, HEADLINE,
                                                plot_dir / "per-query-differences", groups)
     panels = {name: {**spec, "points": {labels[k]: x for k, x in spec["runs"].items() if k in labels}}
               for name, spec in cfg.sweeps.items()}
     panels = {name: spec for name, spec in panels.items() if len(set(spec["points"]) & set(labelled["run"])) > 1}
     if panels:
-        written += plots.sweeps(labelled, panels, "alpha_nDCG@20", plot_dir / "sweeps")
+        written += plots.sweeps(labelled, panels, HEADLINE, plot_dir / "sweeps")
     if metric_at_k is not None and not metric_at_k.empty:
         written += plots.metric_at_k(metric_at_k, "α-nDCG@k", plot_dir / "alpha-ndcg-at-k", groups, reference)
     if models_dir is not None:

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from srdiv.metrics.names import HEADLINE
 from srdiv.metrics.stats import paired_pvalues, per_query
 from srdiv.report.specs import with_run_labels
 
@@ -39,7 +40,7 @@ def _side(name: str, measure: str, results: Path) -> pd.Series:
     return wide[row]
 
 
-def compare(pairs: list[tuple[str, str]], measure: str = "alpha_nDCG@20", results: Path = RESULTS) -> str:
+def compare(pairs: list[tuple[str, str]], measure: str = HEADLINE, results: Path = RESULTS) -> str:
     """A Markdown table: per pair, the two means, A - B, the paired t-test's p and the number of queries."""
     lines = [f"| {measure}: A - B | A | B | difference | p (paired t-test) | queries |", "|---|---:|---:|---:|---:|---:|"]
     for a, b in pairs:
@@ -54,7 +55,7 @@ def compare(pairs: list[tuple[str, str]], measure: str = "alpha_nDCG@20", result
 
 
 def gain_shares(rows: list[str], realistic: str, oracle: str, base: str = "Initial",
-                measure: str = "alpha_nDCG@20", results: Path = RESULTS) -> str:
+                measure: str = HEADLINE, results: Path = RESULTS) -> str:
     """A Markdown table: per row, its mean with the ``realistic`` directory's aspects and with the ``oracle``
     directory's, each over ``base`` (the shared initial run), and the share of the oracle's gain the
     realistic aspects reach: ``(realistic - base) / (oracle - base)`` (the leakage page's figure 4, per row)."""

@@ -50,12 +50,12 @@ from srdiv.collection.schema import Collection
 from srdiv.features.relevance import FEATURE_NAMES, candidates, relevance_features
 from srdiv.index.analysis import tokenize
 from srdiv.metrics import evaluate_run, mean_measures
+from srdiv.metrics.names import HEADLINE
 from srdiv.models.base import greedy_rank
 from srdiv.models.unsupervised import Layer, list_probs
 from srdiv.models.xquad import xquad_scores
 from srdiv.text.pseudo_docs import query_strings
 
-MEASURE = "alpha_nDCG@20"
 LAMBDA = 0.5
 
 
@@ -191,12 +191,12 @@ def xquad_run(feats: pd.DataFrame, strings: Strings, cands: pd.DataFrame, kind: 
 
 def oracle_gain_share(coll: Collection, feats: pd.DataFrame, strings: Strings, cands: pd.DataFrame) -> dict[str, float]:
     """Figure 4 and the three alpha-nDCG@20 values it is made of."""
-    value = lambda run: mean_measures(evaluate_run(run, coll.qrels, [MEASURE]))[MEASURE]  # noqa: E731
+    value = lambda run: mean_measures(evaluate_run(run, coll.qrels, [HEADLINE]))[HEADLINE]  # noqa: E731
     initial = value(cands[["qid", "docno", "rank"]])
     with_sugg = value(xquad_run(feats, strings, cands, "level1"))
     with_subs = value(xquad_run(feats, strings, cands, "subtopic"))
-    return {f"initial run: {MEASURE}": initial, f"xQuAD with the suggestions: {MEASURE}": with_sugg,
-            f"xQuAD with the official subtopics: {MEASURE}": with_subs,
+    return {f"initial run: {HEADLINE}": initial, f"xQuAD with the suggestions: {HEADLINE}": with_sugg,
+            f"xQuAD with the official subtopics: {HEADLINE}": with_subs,
             "xQuAD's share of the oracle gain": (with_sugg - initial) / (with_subs - initial)}
 
 

@@ -8,6 +8,7 @@ from pathlib import Path
 import pandas as pd
 
 from srdiv.experiment import model_rows, run_rows
+from srdiv.metrics.names import SIGNIFICANCE
 from srdiv.report.gather import reference_runs
 
 GROUP_TITLES = {
@@ -43,7 +44,7 @@ class ReportConfig:
     """The ``report`` section of params.yaml, with defaults."""
 
     reference: str | None = None
-    alpha: float = 0.05
+    alpha: float = SIGNIFICANCE      # params.yaml's key: the significance level of the tables' markers
     holm: bool = False
     main_measures: list[str] = field(default_factory=lambda: list(MAIN_MEASURES))
     cutoff_measures: list[str] = field(default_factory=lambda: list(CUTOFF_MEASURES))

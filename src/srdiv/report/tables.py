@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from srdiv.metrics.names import measure_label
+from srdiv.metrics.names import SIGNIFICANCE, measure_label
 from srdiv.metrics.stats import paired_pvalues, per_query
 
 LATEX_MEASURES = {"α-nDCG": r"$\alpha$-nDCG"}
@@ -129,9 +129,9 @@ class IncompleteEvidence(ValueError):
 
 def results_table(
     metrics: pd.DataFrame, runs: list[str], groups: list[str], measures: list[str], title: str,
-    reference: str | None = None, alpha: float = 0.05, holm: bool = False,
+    reference: str | None = None, level: float = SIGNIFICANCE, holm: bool = False,
 ) -> Table:
-    """Mean of each measure per run over the queries, best in bold, markers vs ``reference``.
+    """Mean of each measure per run over the queries, best in bold, markers vs ``reference`` (p < ``level``).
 
     ``metrics`` has columns ``run, qid, measure, value`` (the test folds' union:
     each query once per run). Runs absent from ``metrics`` are dropped; a reference
@@ -158,7 +158,7 @@ def results_table(
             pvals = paired_pvalues(wide, reference, holm=holm)
             delta = (wide.sub(wide[reference], axis=0)).mean()
             for run, p in pvals.items():
-                if p < alpha:
+                if p < level:
                     markers.at[run, measure] = BETTER if delta[run] > 0 else WORSE
     best = values.max()
     bold = values.apply(lambda col: np.isclose(col, best[col.name]) & col.notna())
@@ -166,7 +166,7 @@ def results_table(
     if reference is not None and reference in runs:
         correction = ", Holm-corrected" if holm else ""
         note = (f"{BETTER}/{WORSE}: significantly better/worse than {reference} "
-                f"(two-tailed paired t-test, p < {alpha}{correction}). Best per column in bold.")
+                f"(two-tailed paired t-test, p < {level}{correction}). Best per column in bold.")
     return Table(title, values, markers, bold, [g for _, g in keep], note)
 
 

@@ -40,6 +40,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from srdiv.metrics.diversity import ALPHA
 from srdiv.metrics.targets import Metric, ideal_orders, score_rankings
 
 TIE_TOLERANCE = 1e-9
@@ -72,7 +73,7 @@ class ListPairwiseSamples:
 
 
 def list_pairwise_samples(labels: np.ndarray, doc_mask: np.ndarray, n_perms: int, metric: Metric,
-                          rng: np.random.Generator, alpha: float = 0.5, draw: str = "per_length"
+                          rng: np.random.Generator, alpha: float = ALPHA, draw: str = "per_length"
                           ) -> ListPairwiseSamples:
     """GetSamples of Algorithm 1 for ``labels [Q, D, S]``, ``doc_mask [Q, D]``.
 

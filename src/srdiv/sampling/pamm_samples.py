@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from srdiv.metrics.diversity import ALPHA
 from srdiv.metrics.targets import Metric, ideal_orders, score_rankings
 
 
@@ -29,7 +30,7 @@ def random_orders(doc_mask: np.ndarray, n: int, rng: np.random.Generator) -> np.
 
 
 def positive_rankings(labels: np.ndarray, doc_mask: np.ndarray, n: int, rng: np.random.Generator,
-                      alpha: float = 0.5) -> np.ndarray:
+                      alpha: float = ALPHA) -> np.ndarray:
     """``[Q, n, D]`` greedy ideal rankings of ``labels [Q, D, S]`` with random tie-breaking."""
     n_lists, n_docs, _ = labels.shape
     perm = _shuffle(doc_mask, n, rng).reshape(-1, n_docs)
@@ -51,7 +52,7 @@ def _real_positions(doc_mask: np.ndarray) -> np.ndarray:
 
 
 def pamm_rankings(labels: np.ndarray, doc_mask: np.ndarray, n_pos: int, n_neg: int, metric: Metric,
-                  rng: np.random.Generator, alpha: float = 0.5) -> dict[str, np.ndarray]:
+                  rng: np.random.Generator, alpha: float = ALPHA) -> dict[str, np.ndarray]:
     """``pamm_pos [Q, tau+, D]``, ``pamm_neg [Q, tau-, D]`` and their metric values ``[Q, tau]``."""
     pos = positive_rankings(labels, doc_mask, n_pos, rng, alpha)
     neg = random_orders(doc_mask, n_neg, rng)

@@ -33,6 +33,7 @@ import numpy as np
 
 from srdiv.features.bundle import Bundle
 from srdiv.io import InputError, atomic_path, check_finite, existing_file, load_npz
+from srdiv.metrics.diversity import ALPHA
 from srdiv.metrics.targets import ranking_metric
 from srdiv.params import model_rows
 from srdiv.sampling.list_pairwise_samples import ListPairwiseSamples, list_pairwise_samples
@@ -49,7 +50,7 @@ class SampleSettings:
     permutations: int = 10
     draw: str = "prefixes"
     metric: str = "alpha_nDCG_cand@20"
-    alpha: float = 0.5
+    alpha: float = ALPHA
     pamm_positive: int = 5
     pamm_negative: int = 20
     pamm_metric: str = "alpha_nDCG_cand@20"
