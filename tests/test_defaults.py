@@ -12,7 +12,7 @@ import pytest
 from srdiv.experiment import SearchSettings, TrainSettings
 from srdiv.params import load_params
 from srdiv.sampling.samples import SampleSettings
-from srdiv.text.defaults import DEFAULTS
+from srdiv.text.defaults import DEFAULTS, SETTINGS
 
 PARAMS = load_params(Path(__file__).resolve().parents[1] / "params.yaml")
 WORKFLOW_ONLY = {("features", "diversity_vectors")}
@@ -54,3 +54,15 @@ def test_the_schema_and_the_specs_know_the_same_row_and_train_keys():
     assert set(SCHEMA.keys["train"].keys) == {f.name for f in fields(TrainSettings)}
     assert set(SCHEMA.keys["search"].keys) == {f.name for f in fields(SearchSettings)}
     assert set(SCHEMA.keys["samples"].keys) == {f.name for f in fields(SampleSettings)}
+
+
+@pytest.mark.parametrize("name", sorted(SETTINGS))
+def test_the_schema_knows_the_text_settings_keys(name):
+    """The schema checks the keys the settings classes define (and the workflow's own)."""
+    from srdiv.params import SCHEMA
+
+    def keys(check, prefix=()):
+        inner = check.keys or {}
+        return set().union(*(keys(c, (*prefix, k)) if c.keys else {(*prefix, k)} for k, c in inner.items()))
+
+    assert keys(SCHEMA.keys[name], (name,)) - WORKFLOW_ONLY == set(leaves(DEFAULTS[name], (name,)))

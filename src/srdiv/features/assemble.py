@@ -28,6 +28,7 @@ from srdiv.collection.schema import Collection
 from srdiv.features.bundle import Bundle
 from srdiv.features.diversity import RECORDED_FEATURES
 from srdiv.features.relevance import candidate_matrix, candidates, warn_missing
+from srdiv.text.defaults import FeatureSettings
 from srdiv.io import InputError, check_keys, read_parquet
 from srdiv.text.documents import doc_positions
 
@@ -95,8 +96,9 @@ FILLS = ("none", "zero")
 
 
 def build_bundle(coll: Collection, doc_vectors: Vectors, pseudo_vectors: Vectors, relevance: pd.DataFrame,
-                 diversity: pd.DataFrame, rank_docs: int = 50, max_subs: int = 10,
-                 max_subs2: int = 100, fill: str = "none", files: dict[str, str] | None = None) -> Bundle:
+                 diversity: pd.DataFrame, rank_docs: int = FeatureSettings.rank_docs,
+                 max_subs: int = FeatureSettings.max_subs, max_subs2: int = FeatureSettings.max_subs2,
+                 fill: str = "none", files: dict[str, str] | None = None) -> Bundle:
     """The bundle of every topic of ``coll`` (shapes in :class:`srdiv.features.bundle.Bundle`).
 
     ``doc_vectors``: keys ``docno``; ``pseudo_vectors``: keys ``qid, sugg_id``
