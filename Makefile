@@ -15,9 +15,9 @@ SMK     = $(BIN)/snakemake --cores $(CORES) --resources gpu=$(GPUS) --rerun-inco
 CONFIG ?=
 export PATH := $(abspath $(BIN)):$(PATH)
 
-.PHONY: install slurm-smoke dvc-status dvc-remote run run-debian run-ablations run-ablations-dssa run-ablations-daletor run-sweeps run-desa-ablations run-oracle run-all smoke planted unlock test test-slow dvc-yaml trec dvc-repro dvc-smoke
+.PHONY: install slurm-smoke dvc-status dvc-remote run study smoke planted unlock test test-slow dvc-yaml trec dvc-repro dvc-smoke
 
-# constraints.txt pins every package to the versions DESA Table 3's CPU jobs ran under (pipelines/desa-ablations).
+# constraints.txt pins every package to the versions DESA Table 3's CPU jobs ran under (pipelines/ablations-desa).
 $(STAMP): pyproject.toml constraints.txt
 	@command -v $(PYTHON) >/dev/null || { echo "need $(PYTHON)"; exit 1; }
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -28,40 +28,17 @@ $(STAMP): pyproject.toml constraints.txt
 install: $(STAMP)
 
 ## the main job on the default collection (wordnet-div): the main table's rows, each at its full budget
+## (= snakemake --cores N --resources gpu=N --configfile params.yaml config/main.yaml)
 run: $(STAMP)
 	$(SMK) --configfile params.yaml config/main.yaml $(CONFIG)
 
-## the main table's rows on the second open collection, debian-facets (results/debian-facets)
-run-debian: $(STAMP)
-	$(SMK) --configfile params.yaml config/main.yaml config/debian-facets.yaml $(CONFIG)
-
-## HDSSA (Table 10), NTN and MDP-DIV ablation rows at full budget (results/wordnet-div-ablations)
-run-ablations: $(STAMP)
-	$(SMK) --configfile params.yaml config/ablations.yaml $(CONFIG)
-
-## DALETOR's rows (WWW Tables 3-4) at full budget (results/wordnet-div-ablations-daletor)
-run-ablations-daletor: $(STAMP)
-	$(SMK) --configfile params.yaml config/ablations-daletor.yaml $(CONFIG)
-
-## DSSA's ablation rows (TKDE Tables 8-9) at full budget (results/wordnet-div-ablations-dssa)
-run-ablations-dssa: $(STAMP)
-	$(SMK) --configfile params.yaml config/ablations-dssa.yaml $(CONFIG)
-
-## DSSA Figure 7 sweeps (permutations N, hidden size U) at full budget (results/wordnet-div-sweeps)
-run-sweeps: $(STAMP)
-	$(SMK) --configfile params.yaml config/sweeps.yaml $(CONFIG)
-
-## DESA Table 3 at full budget (results/wordnet-div-desa-ablations; many CPU-hours without a GPU)
-run-desa-ablations: $(STAMP)
-	$(SMK) --configfile params.yaml config/desa-ablations.yaml $(CONFIG)
-
-## the explicit rows with wordnet-div's sense-structure (oracle) aspects as suggestions (results/wordnet-div-oracle)
-run-oracle: $(STAMP)
-	$(SMK) --configfile params.yaml config/oracle.yaml $(CONFIG)
-
-## every row of params.yaml in one table, a study of its own (results/wordnet-div-all)
-run-all: $(STAMP)
-	$(SMK) --configfile params.yaml config/all.yaml $(CONFIG)
+## one study or setting, config/<NAME>.yaml over params.yaml (config/README.md lists them and their results):
+## ablations, ablations-dssa, ablations-daletor, ablations-desa (many CPU-hours without a GPU), sweeps, oracle,
+## all, debian-facets (the main table's rows on the second open collection, so config/main.yaml first)
+OVERLAYS_debian-facets = config/main.yaml
+study: $(STAMP)
+	@test -n "$(NAME)" -a -f "config/$(NAME).yaml" || { echo "make study NAME=<an overlay of config/, e.g. ablations-desa>"; exit 2; }
+	$(SMK) --configfile params.yaml $(OVERLAYS_$(NAME)) config/$(NAME).yaml $(CONFIG)
 
 ## the whole DAG on ~12 queries, 2 folds, one epoch, a few models (minutes)
 smoke: $(STAMP)
@@ -97,7 +74,7 @@ test-slow: $(STAMP)
 
 ## the same DAGs through DVC, with the venv's srdiv on the PATH: the main table (dvc.yaml), a study or
 ## another setting (make dvc-repro PIPELINE=pipelines/<name>/dvc.yaml: ablations, ablations-dssa, ablations-daletor, sweeps,
-## desa-ablations, all = make run-all, debian-facets, oracle, trec-web), the smoke setting
+## ablations-desa, all, debian-facets, oracle, trec-web), the smoke setting
 PIPELINE ?= dvc.yaml
 dvc-repro: $(STAMP)
 	$(BIN)/dvc repro $(PIPELINE)
@@ -123,7 +100,7 @@ dvc-remote: $(STAMP)
 ## regenerate dvc.yaml (main table) and pipelines/<setting>/dvc.yaml from the Snakefile
 dvc-yaml: $(STAMP)
 	$(BIN)/srdiv dvc-yaml --config params.yaml --config config/main.yaml --study config/ablations-dssa.yaml \
-	  --study config/ablations.yaml --study config/ablations-daletor.yaml --study config/sweeps.yaml --study config/desa-ablations.yaml \
+	  --study config/ablations.yaml --study config/ablations-daletor.yaml --study config/sweeps.yaml --study config/ablations-desa.yaml \
 	  --study config/all.yaml --out dvc.yaml
 	$(BIN)/srdiv dvc-yaml --config params.yaml --config config/smoke.yaml --wdir ../.. --out pipelines/smoke/dvc.yaml
 	$(BIN)/srdiv dvc-yaml --config params.yaml --config config/main.yaml --config config/debian-facets.yaml --wdir ../.. \

@@ -1,6 +1,6 @@
 # srdiv: the whole pipeline as one Snakemake DAG.
 #
-#   snakemake --cores 8 --resources gpu=1                                  # the main table (= make run)
+#   make run      (= snakemake --cores N --resources gpu=N --configfile params.yaml config/main.yaml)   # the main table
 #   snakemake --cores 2 --configfile params.yaml config/smoke.yaml         # smoke: 12 queries, 2 folds
 #   snakemake --cores 8 --configfile params.yaml config/all.yaml           # every row (results/wordnet-div-all)
 #   snakemake --cores 8 --configfile params.yaml config/trec-web.yaml      # TREC Web Track 2009-2012

@@ -15,7 +15,7 @@ from srdiv.cli.dvc_stages import command_modules, render_dvc_yamls
 from helpers import BIN, ROOT, copy_project
 
 SMOKE = [Path("params.yaml"), Path("config/smoke.yaml")]
-STUDIES = [Path(f"config/{name}.yaml") for name in ("ablations-dssa", "ablations", "ablations-daletor", "sweeps", "desa-ablations", "all")]
+STUDIES = [Path(f"config/{name}.yaml") for name in ("ablations-dssa", "ablations", "ablations-daletor", "sweeps", "ablations-desa", "all")]
 DVC_SETTINGS = [   # as `make dvc-yaml` writes them: (settings, studies, dvc.yaml, wdir)
     ([Path("params.yaml"), Path("config/main.yaml")], STUDIES, Path("dvc.yaml"), None),
     (SMOKE, [], Path("pipelines/smoke/dvc.yaml"), "../.."),

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Train some rows of a setting on a GPU machine that has Python and torch but neither Snakemake nor the
 # pipeline's inputs, and bring the trained jobs back as the `train` rule would have left them here.
-# Meant for a study's GPU rows (DESA's Table 3: `CONFIG=config/desa-ablations.yaml`) on a machine reached by
+# Meant for a study's GPU rows (DESA's Table 3: `CONFIG=config/ablations-desa.yaml`) on a machine reached by
 # short calls that each carry the checkout plus a few MiB, and return a few files.
 #
 #   here:     bash workflow/scripts/gpu_train_jobs.sh pack ROW...     inputs and commands into work/gpu-carry/<part>/
@@ -46,7 +46,7 @@ pack() {
     local dry; dry=$(mktemp)
     # shellcheck disable=SC2086
     snakemake -n -p --nolock --until train --cores 16 --resources gpu=1 \
-        --configfile params.yaml ${CONFIG:-config/desa-ablations.yaml} > "$dry" 2>&1 \
+        --configfile params.yaml ${CONFIG:-config/ablations-desa.yaml} > "$dry" 2>&1 \
         || { cat "$dry" >&2; die "pack: the dry run failed (above)"; }
     local others; others=$(awk '/^Job stats:/ {on=1; next} on && NF == 0 {on=0}
         on && $2 ~ /^[0-9]+$/ && $1 != "train" && $1 != "total" {print $1}' "$dry" | sort -u | tr '\n' ' ')
