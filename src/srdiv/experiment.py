@@ -30,8 +30,9 @@ from __future__ import annotations
 
 import itertools
 import math
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, fields, replace
-from typing import Any, Sequence
+from typing import Any
 
 import pandas as pd
 
@@ -55,7 +56,7 @@ class TrainSettings:
     valid_measure: str = "alpha_nDCG@20"
 
     @classmethod
-    def from_params(cls, params: dict, overrides: dict | None = None) -> "TrainSettings":
+    def from_params(cls, params: dict, overrides: dict | None = None) -> TrainSettings:
         return cls(**{**(params.get("train") or {}), **(overrides or {})})
 
 
@@ -75,7 +76,7 @@ class SearchSettings:
     pruner: str = "halving"
 
     @classmethod
-    def from_params(cls, params: dict) -> "SearchSettings":
+    def from_params(cls, params: dict) -> SearchSettings:
         return cls(**(params.get("search") or {}))
 
 
@@ -87,7 +88,7 @@ class Component:
     args: dict = field(default_factory=dict)
 
     @classmethod
-    def parse(cls, entry: Any, where: str) -> "Component":
+    def parse(cls, entry: Any, where: str) -> Component:
         """``{name, args}`` of a resolved row (``where``: its dotted key, for the error)."""
         if not isinstance(entry, dict) or not entry.get("name"):
             raise ValueError(f"{where} must be {{name: ..., args: {{...}}}}, got {entry!r}")
@@ -110,7 +111,7 @@ class Dimension:
     KEYS = ("low", "high", "log", "int", "step")
 
     @classmethod
-    def parse(cls, value: Any, where: str) -> "Dimension":
+    def parse(cls, value: Any, where: str) -> Dimension:
         """A ``tune`` value: a nonempty list, or ``{low, high, log?, int?, step?}`` (``where``: its key)."""
         if isinstance(value, list) and value:
             return cls(values=tuple(value))
@@ -124,7 +125,8 @@ class Dimension:
         numbers = [v for v in (low, high, step) if v is not None]
         if not all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) for v in numbers) \
                 or not all(isinstance(v, bool) for v in (log, integer)):
-            raise ValueError(f"{where}: low, high, step must be finite numbers, log and int true or false; got {value!r}")
+            raise ValueError(f"{where}: low, high, step must be finite numbers, log and int true or false; "
+                             f"got {value!r}")
         if not low < high:
             raise ValueError(f"{where}: low ({low}) must be below high ({high})")
         if log and (low <= 0 or step is not None):
@@ -230,7 +232,7 @@ class ModelSpec:
                 point[path] = int(value) if dim.integer else value
         return point
 
-    def at(self, point: dict[str, Any]) -> "ModelSpec":
+    def at(self, point: dict[str, Any]) -> ModelSpec:
         """This spec with a tuning point applied."""
         args = {"model": dict(self.model.args), "objective": dict(self.objective.args) if self.objective else {},
                 "optim": dict(self.optim.args), "train": {}}
@@ -254,7 +256,7 @@ class ModelSpec:
         return asdict(self)
 
     @classmethod
-    def from_dict(cls, saved: dict) -> "ModelSpec":
+    def from_dict(cls, saved: dict) -> ModelSpec:
         """The inverse of :meth:`to_dict`."""
         parts = {key: Component(**saved[key]) if saved[key] else None for key in ("model", "objective", "optim")}
         return cls(**{**saved, **parts, "train": TrainSettings(**saved["train"]),

@@ -18,9 +18,11 @@ import importlib
 import importlib.util
 import os
 import sys
+from collections.abc import Callable
+from functools import partial
 from importlib.metadata import entry_points
 from pathlib import Path
-from typing import Callable, Generic, TypeVar
+from typing import Generic, TypeVar
 
 from srdiv.io import InputError
 
@@ -104,7 +106,7 @@ def load_entry_points() -> None:
     _entry_points_loaded = True
     for point in entry_points(group=ENTRY_POINT_GROUP):
         USER_MODULES[point.module] = f"entry point {ENTRY_POINT_GROUP}:{point.name}"
-        _import_user(lambda: point.load(), f"entry point {ENTRY_POINT_GROUP}:{point.name}", point.value, "cannot import")
+        _import_user(point.load, f"entry point {ENTRY_POINT_GROUP}:{point.name}", point.value, "cannot import")
 
 
 def import_components(names: list[str], where: str | os.PathLike) -> None:
@@ -119,8 +121,8 @@ def import_components(names: list[str], where: str | os.PathLike) -> None:
     for name in names:
         before = _registered()
         USER_MODULES[Path(name).stem if name.endswith(".py") else name] = f"'{name}' (import: in {where})"
-        _import_user((lambda: _import_file(Path(name))) if name.endswith(".py") else
-                     (lambda: importlib.import_module(name)), where, name, "import: cannot import")
+        _import_user(partial(_import_file, Path(name)) if name.endswith(".py") else
+                     partial(importlib.import_module, name), where, name, "import: cannot import")
         _sources.update(dict.fromkeys(_registered() - before, name))
 
 
@@ -210,7 +212,8 @@ def check_args(cls: type, args: dict) -> None:
         kind = kinds.get(name, "any")
         numbers = list(value) if kind == "ints" and isinstance(value, (list, tuple)) else [value]
         ok = {"int": lambda v: isinstance(v, int) and not isinstance(v, bool),
-              "ints": lambda v: isinstance(value, (list, tuple)) and isinstance(v, int) and not isinstance(v, bool),
+              "ints": lambda v: (isinstance(value, (list, tuple))  # noqa: B023 (called in this iteration)
+                                 and isinstance(v, int) and not isinstance(v, bool)),
               "float": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v),
               "bool": lambda v: isinstance(v, bool), "str": lambda v: isinstance(v, str),
               "any": lambda v: True}[kind]

@@ -24,9 +24,9 @@ import functools
 import itertools
 import os
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
 
 import yaml
 
@@ -59,8 +59,14 @@ def snakemake_jobs(snakefile: Path, configfiles: Sequence[Path], targets: Sequen
     which ``dvc status`` lists as deleted until it is there."""
     from snakemake.api import SnakemakeApi
     from snakemake.settings.enums import Quietness
-    from snakemake.settings.types import (ConfigSettings, DAGSettings, ExecMode, OutputSettings,
-                                          ResourceSettings, WorkflowSettings)
+    from snakemake.settings.types import (
+        ConfigSettings,
+        DAGSettings,
+        ExecMode,
+        OutputSettings,
+        ResourceSettings,
+        WorkflowSettings,
+    )
 
     with SnakemakeApi(OutputSettings(quiet={Quietness.ALL})) as api:
         workflow_api = api.workflow(

@@ -17,8 +17,8 @@ from pathlib import Path
 import typer
 
 from srdiv import registry
-from srdiv.io import InputError, check_output, claim
 from srdiv.cli.interrupts import INTERRUPTED, Terminated, stopped, terminate
+from srdiv.io import InputError, check_output, claim
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="srdiv: supervised search result diversification, one stage per command.")
@@ -94,7 +94,8 @@ def _guard_outputs(name: str, command):
     return guarded
 
 
-for _info in [*app.registered_commands, *(c for g in app.registered_groups for c in g.typer_instance.registered_commands)]:
+for _info in [*app.registered_commands,
+              *(c for g in app.registered_groups for c in g.typer_instance.registered_commands)]:
     _info.callback = _guard_outputs(_info.name or _info.callback.__name__.replace("_", "-"), _info.callback)
 
 

@@ -161,7 +161,8 @@ def _cleaning(ix: Indexes, build: Build, cfg: DebianFacetsConfig) -> tuple[pd.Da
     rule gives every threshold's queries: those whose adaptation reaches it.
     """
     placeholders = placeholder_tags(ix.vocabulary)
-    without = {"placeholder tags are never subtopics": build_debian_facets(ix, dataclasses.replace(cfg, placeholders=True)),
+    without = {"placeholder tags are never subtopics":
+               build_debian_facets(ix, dataclasses.replace(cfg, placeholders=True)),
                "generic words are never queries": build_debian_facets(ix, dataclasses.replace(cfg, min_adaptation=0.0))}
     rules = []
     for rule, other in without.items():

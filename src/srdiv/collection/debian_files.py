@@ -14,9 +14,9 @@ import gzip
 import hashlib
 import lzma
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
 
 import pandas as pd
 

@@ -33,8 +33,15 @@ import pandas as pd
 from srdiv.collection.schema import Collection, conform
 from srdiv.collection.trec_web import read_suggestions, read_topics
 from srdiv.io import HEADER_WORDS, TRAILING, InputError, atomic_dir, normal_ids, text_lines, write_parquet, write_text
-from srdiv.metrics.runs import check_run, order_run, parse_numbers, read_fields, read_qrels, read_trec_run, \
-    write_trec_run
+from srdiv.metrics.runs import (
+    check_run,
+    order_run,
+    parse_numbers,
+    read_fields,
+    read_qrels,
+    read_trec_run,
+    write_trec_run,
+)
 
 TSV_COLUMNS = {   # (required, optional) columns, in their positional order
     "topics": (("qid", "query"), ("description", "type")),
@@ -133,7 +140,8 @@ def read_topic_file(path: str | os.PathLike) -> tuple[pd.DataFrame, pd.DataFrame
             raise InputError(path, f"topic '{topics.loc[topics['qid'].duplicated(), 'qid'].iloc[0]}' appears twice")
         return topics, subtopics
     frame = read_tsv_records(path, "topics")
-    _fail_at(frame, (frame["query"].str.strip() == "").to_numpy(), path, lambda row: f"topic '{row['qid']}' has no query")
+    _fail_at(frame, (frame["query"].str.strip() == "").to_numpy(), path,
+             lambda row: f"topic '{row['qid']}' has no query")
     _fail_at(frame, frame["qid"].duplicated().to_numpy(), path, lambda row: f"topic '{row['qid']}' appears twice")
     return frame[["qid", "query", "description", "type"]], None
 

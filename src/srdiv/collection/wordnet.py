@@ -79,7 +79,7 @@ class WordnetDivConfig:
     suggestion_min_docs: int = 2        # popularity floor of a suggestion (documents holding the phrase)
 
     @classmethod
-    def from_params(cls, params: dict) -> "WordnetDivConfig":
+    def from_params(cls, params: dict) -> WordnetDivConfig:
         """Defaults overridden by ``params["collections"]["wordnet-div"]`` (unknown keys are an error)."""
         overrides = settings.overrides(cls, params, "wordnet-div")
         if not set(overrides.get("run_fields", ())) <= set(TEXT_FIELDS):

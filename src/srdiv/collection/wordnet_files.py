@@ -12,7 +12,7 @@ and in ``index.noun`` every such line is one lemma::
 Adjective words may carry a syntactic marker (``(a)``, ``(p)``, ``(ip)``),
 removed here. Satellite adjectives (``ss_type`` ``s``) live in ``data.adj``
 and are addressed with pos ``a`` like the other adjectives.
-"""
+"""  # noqa: E501 (the literal block above is one line of the file format)
 
 from __future__ import annotations
 

@@ -85,7 +85,7 @@ class Bundle:
         return len(self.qids)
 
     @property
-    def dims(self) -> "BundleDims":
+    def dims(self) -> BundleDims:
         """Sizes a model needs to build its layers."""
         return BundleDims(
             docs=self.doc_mask.shape[1], emb=self.doc_vec.shape[2], feats=self.rel_feat.shape[2],
@@ -93,7 +93,7 @@ class Bundle:
             subs2=self.sub2_mask.shape[1], subtopics=self.labels.shape[2],
         )
 
-    def select(self, rows: np.ndarray | list[int]) -> "Bundle":
+    def select(self, rows: np.ndarray | list[int]) -> Bundle:
         """The queries at ``rows`` (indices into axis 0)."""
         rows = np.asarray(rows, dtype=np.int64)
         return replace(self, qids=self.qids[rows], **{f: getattr(self, f)[rows] for f in ARRAY_FIELDS})
@@ -103,11 +103,11 @@ class Bundle:
         pos = {q: i for i, q in enumerate(self.qids)}
         return np.array([pos[q] for q in qids], dtype=np.int64)
 
-    def select_qids(self, qids) -> "Bundle":
+    def select_qids(self, qids) -> Bundle:
         """The queries named in ``qids`` (in that order)."""
         return self.select(self.rows(qids))
 
-    def truncate(self, n_docs: int) -> "Bundle":
+    def truncate(self, n_docs: int) -> Bundle:
         """Keep the top ``n_docs`` candidates of the initial run (e.g. 20 for training)."""
         n = min(n_docs, self.doc_mask.shape[1])
         cut = dict(
@@ -137,7 +137,7 @@ class Bundle:
             )
 
     @classmethod
-    def load(cls, path: str | Path) -> "Bundle":
+    def load(cls, path: str | Path) -> Bundle:
         """Load a bundle saved with :meth:`save` (no pickles are read); every numeric array must be
         finite and every array must have one row per query (:class:`~srdiv.io.InputError` otherwise).
         The arrays are read-only memory maps of the file: :meth:`select` copies the queries a job uses."""
@@ -185,7 +185,7 @@ class FeatureScaler:
     div_std: np.ndarray
 
     @classmethod
-    def fit(cls, bundle: Bundle, rows: np.ndarray | None = None) -> "FeatureScaler":
+    def fit(cls, bundle: Bundle, rows: np.ndarray | None = None) -> FeatureScaler:
         """Mean and std over real candidates (query and suggestion features share one scaler), of the
         queries at ``rows`` (default: all); only the arrays it reads are copied."""
         def take(x):

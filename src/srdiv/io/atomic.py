@@ -5,8 +5,9 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Iterator
+from typing import TYPE_CHECKING
 
 from srdiv.io.errors import InputError
 from srdiv.io.manifest import _STAGING, _fresh_temp, _record, claim

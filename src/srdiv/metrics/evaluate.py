@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import os
 import re
-from typing import TYPE_CHECKING, Iterable, NamedTuple, Sequence
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
@@ -31,7 +32,8 @@ MEASURES: list[str] = (
     + list(WHOLE_LIST)
     + [f"{name}@{k}" for name in CUTOFF_FAMILIES[3:] for k in CUTOFFS]
 )
-"""The official measures with ir_measures' names: alpha-nDCG, ERR-IA, nERR-IA @5/10/20, NRBP, nNRBP, P-IA, S-recall @5/10/20."""
+"""The official measures with ir_measures' names: alpha-nDCG, ERR-IA, nERR-IA @5/10/20, NRBP, nNRBP, P-IA,
+S-recall @5/10/20."""
 
 
 def measure_cutoffs(measures: list[str]) -> tuple[int, ...]:
@@ -165,7 +167,7 @@ class DiversityEvaluator:
 
         docnos = self.docnos if isinstance(self.docnos, (pa.Array, pa.ChunkedArray)) else pa.array(self.docnos)
         return (_positions(ranking.qids, pa.array(self.qids, pa.large_string()))[ranking.topic],   # -1: not judged
-                _positions(ranking.docnos, docnos.cast(pa.large_string()))[ranking.doc])        # -1: relevant to nothing
+                _positions(ranking.docnos, docnos.cast(pa.large_string()))[ranking.doc])  # -1: relevant to nothing
 
     def values(self, topic: np.ndarray, doc: np.ndarray, rank: np.ndarray) -> np.ndarray:
         """``[topics, measures]`` values (topics as :attr:`qids`, measures as :attr:`measures`) of a ranked run.

@@ -191,7 +191,7 @@ def run_command(qrels: Path, run: Path, measures: list[str], per_query: bool = F
         problem = problem or ("measure", str(err))
     problem = problem or next(((path, "file not found") for path in (qrels, run) if not path.is_file()), None)
     if problem or out is not None:
-        from srdiv.io import InputError, check_output   # (here: its imports cost 10 ms of a 150 ms command)
+        from srdiv.io import InputError, check_output  # (here: its imports cost 10 ms of a 150 ms command)
 
         if problem:
             raise InputError(*problem)

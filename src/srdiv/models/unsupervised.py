@@ -102,7 +102,7 @@ class PriorModel(DiversityModel):
 
     sequential: ClassVar[bool] = True
 
-    def __init__(self, dims: "BundleDims", prior: "ListMLE", lam: float = 0.5, prob: str = "softmax"):
+    def __init__(self, dims: BundleDims, prior: ListMLE, lam: float = 0.5, prob: str = "softmax"):
         super().__init__()
         if prob not in PROBS:
             raise ValueError(f"prob must be one of {PROBS}, got '{prob}'")
@@ -137,7 +137,7 @@ class Hierarchical:
     WEIGHT_ENDS = {"alpha": ("level-2 suggestions only", "level-1 suggestions only")}
     """Allowed intervals of the constructor's arguments (:func:`srdiv.registry.check_args`)."""
 
-    def __init__(self, dims: "BundleDims", prior: "ListMLE", lam: float = 0.5, alpha: float = 0.5,
+    def __init__(self, dims: BundleDims, prior: ListMLE, lam: float = 0.5, alpha: float = 0.5,
                  prob: str = "softmax"):
         super().__init__(dims, prior, lam=lam, prob=prob)
         if not 0.0 <= alpha <= 1.0:

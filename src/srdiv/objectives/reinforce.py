@@ -41,7 +41,8 @@ training lists and of every bundle in ``monitor`` (e.g. the test queries).
 
 from __future__ import annotations
 
-from typing import Any, Iterator, NamedTuple
+from collections.abc import Iterator
+from typing import Any, NamedTuple
 
 import numpy as np
 import torch
@@ -129,7 +130,8 @@ class Reinforce(Objective):
         for rows in super().batches(prepared, n_queries, batch_size, rng):
             yield Episodes(rows, int(rng.integers(2**62)))
 
-    def episode(self, model: DiversityModel, batch: Batch, seed: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    def episode(self, model: DiversityModel, batch: Batch,
+                seed: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """Sample one episode per list: ``order``, ``log pi(a_t|s_t)`` and rewards, each ``[B, D]``."""
         device = batch["doc_mask"].device
         order, log_probs = model.rollout(batch, torch.Generator(device).manual_seed(seed))

@@ -22,7 +22,8 @@ class Check:
     of the record ``keys``, each with a list of such values), ``any``; ``alternatives`` accepts a
     value that passes one of them. ``nullable``: null is allowed (an overlay removing a row or key).
     ``retired``: keys of a record's old form, with the form that replaced them. ``what``: how
-    :meth:`describe` names the kind. ``above`` (``below``): the value must exceed ``low`` (stay under ``high``), not equal it.
+    :meth:`describe` names the kind. ``above`` (``below``): the value must exceed ``low`` (stay under ``high``),
+    not equal it.
     """
 
     kind: str
@@ -32,7 +33,7 @@ class Check:
     below: bool = False
     choices: tuple = ()
     pattern: str | None = None
-    items: "Check | None" = None
+    items: Check | None = None
     keys: dict = field(default_factory=dict)
     alternatives: tuple = ()
     nullable: bool = False
@@ -92,8 +93,9 @@ def _table(items: Check) -> Check:
 _BOOL, _ANY, _NAME = Check("bool"), Check("any"), _str()
 MEASURE_NAME = r"(alpha_nDCG|ERR_IA|nERR_IA|P_IA|StRecall)@0*[1-9]\d*|n?NRBP"
 """The measure names ``srdiv.metrics.evaluate`` computes (any cutoff >= 1; a test holds the two together)."""
-_MEASURE = Check(**{**_str(pattern=MEASURE_NAME).__dict__, "what": "a measure name (alpha_nDCG@20, ERR_IA@20, "
-                                                               "nERR_IA@20, P_IA@20, StRecall@20, NRBP, nNRBP; any cutoff)"})
+_MEASURE = Check(**{**_str(pattern=MEASURE_NAME).__dict__,
+                    "what": "a measure name (alpha_nDCG@20, ERR_IA@20, nERR_IA@20, P_IA@20, StRecall@20, NRBP, nNRBP; "
+                            "any cutoff)"})
 REPRESENTATIONS = ("doc2vec", "lda", "svd")
 """The document vectors ``srdiv embed`` writes (``<name>.parquet``), which a row or a dataset may read."""
 _REPRESENTATION = _str(*REPRESENTATIONS)
@@ -160,7 +162,8 @@ SCHEMA = Check(**{**_record(
     search=_record(trials=_int(1), batch=_int(1), startup=_int(0), pruner=_str("median", "halving")),
     models=_table(_ROW),
     report=_record(
-        reference=_NAME, alpha=Check("number", 0, 1, above=True, below=True), holm=_BOOL, main_measures=_list(_MEASURE), cutoff_measures=_list(_MEASURE),
+        reference=_NAME, alpha=Check("number", 0, 1, above=True, below=True), holm=_BOOL,
+        main_measures=_list(_MEASURE), cutoff_measures=_list(_MEASURE),
         ablations=_table(_TABLE_SPEC), per_position=_record(model=_NAME, baseline=_NAME),
         reference_runs=_table(_NAME), note=_NAME,
         sweeps=_table(_record(title=_NAME, x=_NAME, runs=_table(_num())))),

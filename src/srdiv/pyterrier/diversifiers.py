@@ -20,6 +20,7 @@ from srdiv.registry import MODELS
 from srdiv.text.documents import doc_positions
 from srdiv.text.embed import read_vectors
 
+
 def string_qid(qid: pd.Series, subtopic: pd.Series) -> pd.Series:
     """The qid a scorer sees for a query (``qid``) or one of its suggestions (``qid/subtopic``)."""
     return qid.where(subtopic == "", qid + "/" + subtopic)

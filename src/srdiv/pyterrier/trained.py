@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 import numpy as np
 import pandas as pd
@@ -19,6 +19,7 @@ from srdiv.models.ranking import rank_bundle, run_frame
 from srdiv.pyterrier.diversifiers import string_qid
 from srdiv.pyterrier.frames import CPU, as_collection, folds_text, require, result_columns, scored, with_ranks
 from srdiv.train.trained import MODEL_FILE, Trained
+
 
 class FoldModels:
     """A trained row: ``<dir>/fold<k>/model.pt`` per trial, each query ranked by the model of the fold that

@@ -232,7 +232,7 @@ def readme_head(name: str, n_queries: int, params_paths: list[Path], models_dir:
         *[f"- params file `{Path(p).as_posix()}`, hash `{params_hash(Path(p))}`" for p in params_paths],
         f"- report made at commit `{git_commit()}`",
         *training_commits(models_dir, specs),
-        f"- date (UTC): {dt.datetime.now(dt.timezone.utc).strftime('%Y-%m-%d %H:%M')}",
+        f"- date (UTC): {dt.datetime.now(dt.UTC).strftime('%Y-%m-%d %H:%M')}",
         f"- machine: {machine()}", "",
     ]
 

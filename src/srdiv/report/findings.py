@@ -41,7 +41,8 @@ def _side(name: str, measure: str, results: Path) -> pd.Series:
 
 def compare(pairs: list[tuple[str, str]], measure: str = "alpha_nDCG@20", results: Path = RESULTS) -> str:
     """A Markdown table: per pair, the two means, A - B, the paired t-test's p and the number of queries."""
-    lines = [f"| {measure}: A - B | A | B | difference | p (paired t-test) | queries |", "|---|---:|---:|---:|---:|---:|"]
+    lines = [f"| {measure}: A - B | A | B | difference | p (paired t-test) | queries |",
+             "|---|---:|---:|---:|---:|---:|"]
     for a, b in pairs:
         sides = {"A": _side(a, measure, results).dropna(), "B": _side(b, measure, results).dropna()}
         if set(sides["A"].index) != set(sides["B"].index):    # other queries: another collection, or a subset

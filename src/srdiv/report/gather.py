@@ -9,8 +9,8 @@ released with their papers) join as rows of their own, each query in the fold th
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import pandas as pd
 

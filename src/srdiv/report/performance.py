@@ -10,7 +10,6 @@ from srdiv.io import InputError, read_tsv
 from srdiv.report.specs import RunSpec
 from srdiv.train.records import check_job, read_record
 
-
 JOB_RECORDS = ("hparams.json", "timings.json", "rank.json")
 """The records of a trained and ranked job the report reads."""
 
@@ -95,7 +94,8 @@ def performance_table(models_dir: Path | None, benchmarks_dir: Path | None, spec
             if ends:
                 record["best at last epoch"] = f"{sum(ends)}/{len(ends)}"
         if benchmarks_dir is not None:
-            bench = [read_tsv(p, ["s", "max_rss"], sep="\t") for p in sorted((benchmarks_dir / "train").glob(f"{spec.key}-fold*.tsv"))]
+            bench = [read_tsv(p, ["s", "max_rss"], sep="\t")
+                     for p in sorted((benchmarks_dir / "train").glob(f"{spec.key}-fold*.tsv"))]
             if bench:
                 frame = pd.concat(bench)
                 record.update({"job wall s (median)": frame["s"].median(), "peak RSS MB (max)": frame["max_rss"].max()})

@@ -143,7 +143,8 @@ def tuning_note(info: TuningInfo) -> str:
     if budgets:
         lines.append(f"Search budget: {budgets}.")
     for meaning, labels in info.meanings.items():
-        lines.append(f"A mixing weight at an end is an answer, not a range too narrow ({', '.join(labels)}): {meaning}.")
+        lines.append(f"A mixing weight at an end is an answer, not a range too narrow ({', '.join(labels)}): "
+                     f"{meaning}.")
     flagged = ", ".join(info.flagged) or "none"
     lines.append(f"Rows choosing an edge of a learning-rate or size range on {EDGE_FOLDS} folds or more (search them "
                  f"again with a wider range): {flagged}.")

@@ -55,7 +55,7 @@ class SampleSettings:
     pamm_metric: str = "alpha_nDCG_cand@20"
 
     @classmethod
-    def from_params(cls, params: dict, row: str | None = None) -> "SampleSettings":
+    def from_params(cls, params: dict, row: str | None = None) -> SampleSettings:
         """The ``samples`` section, with the ``samples`` overrides of ``models.<row>`` merged in."""
         return cls(**{**(params.get("samples") or {}), **row_overrides(params, row)})
 
@@ -104,7 +104,7 @@ class Samples:
                                 **asdict(self.list_pairwise), **self.pamm)
 
     @classmethod
-    def load(cls, path: str | Path) -> "Samples":
+    def load(cls, path: str | Path) -> Samples:
         """Read a file written by :meth:`save`; a directory means its ``samples.npz``."""
         path = existing_file(path, SAMPLES_FILE, "samples file")
         lp_keys = [f.name for f in fields(ListPairwiseSamples)]

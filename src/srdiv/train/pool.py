@@ -5,8 +5,9 @@ from __future__ import annotations
 import multiprocessing
 import pickle
 import signal
+from collections.abc import Callable
 from multiprocessing.connection import wait
-from typing import Any, Callable
+from typing import Any
 
 import torch
 
@@ -51,7 +52,8 @@ def in_processes(task: Callable[[int], Any], n: int, workers: int) -> list:
 
 def _answer(task: Callable[[int], Any], i: int, send) -> None:
     """The forked process of :func:`in_processes`: ``task(i)`` on one thread, sent back with whether it
-    succeeded (an error of a user's module names it: :func:`srdiv.registry.culprit`). Ctrl-C is the parent's to answer; SIGTERM (from the parent stopping it) ends it quietly."""
+    succeeded (an error of a user's module names it: :func:`srdiv.registry.culprit`). Ctrl-C is the parent's to
+    answer; SIGTERM (from the parent stopping it) ends it quietly."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     torch.set_num_threads(1)

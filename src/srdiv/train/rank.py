@@ -25,7 +25,8 @@ def rank_job(trained: Trained, bundle: Bundle, collection: Collection, fold: int
 
     The test candidates are standardised with the model's own (training-fold)
     scaler. ``rank.json`` holds ``rank_ms_per_query``, ``test_queries``,
-    ``device``, the model's record and the run's SHA-256 (``run``). Evaluation is a separate step (``srdiv evaluate --fold``).
+    ``device``, the model's record and the run's SHA-256 (``run``). Evaluation is a separate step
+    (``srdiv evaluate --fold``).
     """
     out = Path(out)
     check_identity("--model-dir", trained.record)

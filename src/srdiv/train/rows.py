@@ -12,9 +12,9 @@ import inspect
 import json
 import os
 import sys
+from collections.abc import Sequence
 from importlib.metadata import entry_points
 from pathlib import Path
-from typing import Sequence
 
 from srdiv.experiment import model_spec, model_specs
 from srdiv.io import InputError
@@ -73,7 +73,7 @@ def check_rows(params: dict, rows: Sequence[str], where: str | Sequence[str | Pa
                       sources[0][0] if sources else str(where))
 
         def fail(key: str, err: Exception) -> InputError:
-            return InputError(source, f"models.{row}.{key}: {err.args[0] if err.args else err}")
+            return InputError(source, f"models.{row}.{key}: {err.args[0] if err.args else err}")  # noqa: B023 (called in this iteration)
         try:
             spec = model_spec(params, row)
             corners = spec.corners()        # the space parses (a bad range names its key)
@@ -89,7 +89,8 @@ def check_rows(params: dict, rows: Sequence[str], where: str | Sequence[str | Pa
             unknown = sorted(given - known) if known is not None else []
             if unknown:
                 raise InputError(source, f"models.{row}.{section}.args: {cls.__name__ if cls else 'no objective'} "
-                                         f"takes no {', '.join(unknown)} (it takes {', '.join(sorted(known)) or 'none'})")
+                                         f"takes no {', '.join(unknown)} "
+                                         f"(it takes {', '.join(sorted(known)) or 'none'})")
         for point in corners:
             at = spec.at(point)
             try:

@@ -21,9 +21,10 @@ epochs 1, 3, 9, ...).
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import optuna
 from optuna.distributions import CategoricalDistribution, FloatDistribution, IntDistribution

@@ -1,4 +1,5 @@
-"""A trained model as ``model.pt`` holds it (:class:`Trained`), and the model a row's spec builds (:func:`build_model`)."""
+"""A trained model as ``model.pt`` holds it (:class:`Trained`), and the model a row's spec builds
+(:func:`build_model`)."""
 
 from __future__ import annotations
 
@@ -38,7 +39,7 @@ class Trained:
     dims: BundleDims
     state: dict
     scaler: FeatureScaler
-    prior: "Trained | None" = None
+    prior: Trained | None = None
     record: dict | None = None
     """What the model is (:data:`srdiv.train.records.IDENTITY`: row, fold, fingerprints of its settings,
     bundle and training data); None only for a model not trained by :func:`run_job`."""
@@ -49,7 +50,7 @@ class Trained:
                 "prior": self.prior.to_dict() if self.prior else None, "record": json.dumps(self.record)}
 
     @classmethod
-    def from_dict(cls, saved: dict) -> "Trained":
+    def from_dict(cls, saved: dict) -> Trained:
         spec = ModelSpec.from_dict(json.loads(saved["spec"]))
         scaler = FeatureScaler(**{k: v.numpy() for k, v in saved["scaler"].items()})
         prior = cls.from_dict(saved["prior"]) if saved["prior"] else None
@@ -80,7 +81,7 @@ class Trained:
             trained = trained.prior
 
     @classmethod
-    def load(cls, path: str | Path) -> "Trained":
+    def load(cls, path: str | Path) -> Trained:
         """Read ``path`` (``model.pt``, or a job directory holding one)."""
         path = existing_file(path, MODEL_FILE, "trained model")
         saved = load_torch(path, "trained model (model.pt of srdiv train)")

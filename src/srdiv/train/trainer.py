@@ -20,9 +20,9 @@ from __future__ import annotations
 import math
 import sys
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Sequence
 
 import numpy as np
 import pandas as pd

@@ -29,9 +29,10 @@ import math
 import shutil
 import sys
 import time
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -70,7 +71,7 @@ class FoldData:
     scaler: FeatureScaler
 
     @classmethod
-    def make(cls, bundle: Bundle, split: FoldSplit, settings: TrainSettings, train: bool = True) -> "FoldData":
+    def make(cls, bundle: Bundle, split: FoldSplit, settings: TrainSettings, train: bool = True) -> FoldData:
         """Training queries with their top ``train_docs``, validation queries with their top ``rank_docs``.
         Without ``train`` (a row that trains nothing) the scaler reads the training queries' feature arrays
         and no training copy is made (``train`` is None): the same scaler, less memory."""
