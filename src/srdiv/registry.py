@@ -147,8 +147,9 @@ def culprit(err: BaseException) -> str | None:
     """The user's module (:data:`USER_MODULES`) whose code raised ``err``, as ``module 'NAME' (FILE:LINE)``: the
     innermost frame of the traceback that lies in one (or as a process that ran it found it: ``err.culprit``);
     None when none does."""
-    if getattr(err, "culprit", None):
-        return err.culprit
+    found = getattr(err, "culprit", None)   # set by the process that ran it (srdiv.train.pool)
+    if found:
+        return found
     frames, tb = [], err.__traceback__
     while tb is not None:
         frames.append(tb)

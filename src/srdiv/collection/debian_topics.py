@@ -103,7 +103,7 @@ def choose_subtopics(pooled: pd.DataFrame, vocabulary: Vocabulary, cfg: DebianFa
                     & (counts["n"] <= cfg.max_tag_share * tagged.reindex(counts["q"]).to_numpy())]
     counts = counts.sort_values(["q", "n", "tag"], ascending=[True, False, True])
     docs_of = eligible.groupby(["q", "tag"])["doc"].agg(frozenset)
-    rows = []
+    rows: list[tuple[str, str, str]] = []
     for q, group in counts.groupby("q", sort=True):
         chosen: list[tuple[str, frozenset]] = []
         for tag in group["tag"]:

@@ -228,7 +228,7 @@ def import_collection(topics: list[str | os.PathLike], qrels: list[str | os.Path
     """
     if (folds is None) == (k_folds is None):
         raise ValueError("give the folds as a file or as a number of folds to deal, not both or neither")
-    parts, qids = [], set()
+    parts, qids = [], set[str]()
     for path in topics:
         table, subs = read_topic_file(path)
         again = table[table["qid"].isin(qids)]
@@ -261,7 +261,7 @@ def import_collection(topics: list[str | os.PathLike], qrels: list[str | os.Path
     if len(twice):
         raise InputError(qrels[-1], f"({' '.join(twice[['qid', 'sid', 'docno']].iloc[0])}) is judged in an earlier "
                                     "qrels file too")
-    rankings, ranked = [], set()
+    rankings, ranked = [], set[str]()
     for path in run:
         ranking = read_trec_run(path)
         check_run(ranking, path, qids)

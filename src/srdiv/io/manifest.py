@@ -177,10 +177,10 @@ def _uncommitted(folder: Path, files: list[str]) -> str | None:
                                  capture_output=True, timeout=60, check=True).stdout
     except (OSError, subprocess.SubprocessError):
         return files[0]
-    blobs = {}
+    blobs: dict[str, str] = {}
     for item in filter(None, listing.split(b"\0")):
-        meta, name = item.split(b"\t", 1)
-        blobs[os.fsdecode(name)] = meta.split()[1].decode()
+        meta, raw_name = item.split(b"\t", 1)
+        blobs[os.fsdecode(raw_name)] = meta.split()[1].decode()
     for name in files:
         path = folder / name
         data = os.fsencode(os.readlink(path)) if path.is_symlink() else path.read_bytes()

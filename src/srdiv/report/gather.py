@@ -90,7 +90,7 @@ def gather_metrics(models_dir: str | Path, params: dict,
     models_dir = Path(models_dir)
     rows = model_rows(params)
     folds = params.get("folds")
-    frames, labels = [], {}
+    frames, labels = [], dict[tuple[str, str], str]()
     for row in run_rows(params):
         entry = rows[row]
         label = (entry.get("variant_of", row), entry.get("variant", ""))

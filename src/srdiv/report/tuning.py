@@ -105,7 +105,7 @@ def _weight_meaning(hparams: dict, name: str) -> str:
     model = ((hparams.get("spec") or {}).get("model") or {}).get("name")
     if head != "model.args" or model not in MODELS.names():
         return ""
-    ends = {}
+    ends: dict[str, tuple[str, str]] = {}
     for klass in reversed(MODELS.get(model).__mro__):
         ends.update(getattr(klass, "WEIGHT_ENDS", {}))
     if leaf not in ends:

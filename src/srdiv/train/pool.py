@@ -6,8 +6,8 @@ import multiprocessing
 import pickle
 import signal
 from collections.abc import Callable
-from multiprocessing.connection import wait
-from typing import Any
+from multiprocessing.connection import Connection, wait
+from typing import Any, cast
 
 import torch
 
@@ -21,7 +21,7 @@ def in_processes(task: Callable[[int], Any], n: int, workers: int) -> list:
     or is interrupted, the processes still running are stopped."""
     context = multiprocessing.get_context("fork")
     results: list = [None] * n
-    todo, running = list(range(n)), {}
+    todo, running = list(range(n)), dict[Connection, tuple[int, Any]]()
     try:
         while todo or running:
             while todo and len(running) < workers:
@@ -31,7 +31,7 @@ def in_processes(task: Callable[[int], Any], n: int, workers: int) -> list:
                 process.start()
                 send.close()
                 running[receive] = (i, process)
-            for receive in wait(list(running)):
+            for receive in cast(list[Connection], wait(list(running))):     # the ones of running that are ready
                 i, process = running.pop(receive)
                 try:
                     ok, value = pickle.loads(receive.recv_bytes())
@@ -60,7 +60,8 @@ def _answer(task: Callable[[int], Any], i: int, send) -> None:
     try:
         answer = (True, task(i))
     except (Exception, SystemExit) as err:   # a user's component that calls sys.exit is an error, not an answer
-        err.culprit = culprit(err)           # which user's module raised it (its traceback is not sent back)
+        # which user's module raised it (its traceback is not sent back); setattr: exceptions declare no such field
+        setattr(err, "culprit", culprit(err))  # noqa: B010
         answer = (False, err)
     try:                # plain pickle: the tensors' bytes, not torch's shared-memory handles to this process
         message = pickle.dumps(answer)
