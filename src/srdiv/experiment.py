@@ -149,14 +149,20 @@ class Dimension:
         range's two ends."""
         return self.values or (self.low, self.high)
 
+    def bounds(self) -> tuple[float, float]:
+        """A range's ``low`` and ``high`` (:meth:`parse` sets both when there are no ``values``)."""
+        assert self.low is not None and self.high is not None, "a list of values has no low-high range"
+        return self.low, self.high
+
     def at_edge(self, value: Any) -> bool:
         """Whether ``value`` lies at an edge of this range: a list's first or last value (of two or more),
         the outer tenth of a range (of its log range for ``log``)."""
         if self.values:
             return len(self.values) > 1 and value in (self.values[0], self.values[-1])
+        low, high = self.bounds()
         scale = math.log if self.log else float
-        span = scale(self.high) - scale(self.low)
-        where = (scale(value) - scale(self.low)) / span
+        span = scale(high) - scale(low)
+        where = (scale(value) - scale(low)) / span
         return where <= 0.1 or where >= 0.9
 
     def describe(self) -> str:
@@ -224,11 +230,11 @@ class ModelSpec:
             given = (vars(part) if head == "train" else part.args) if part is not None else {}
             value = given.get(name)
             if dim.values:
-                inside = value in dim.values
-            else:
-                inside = (isinstance(value, (int, float)) and not isinstance(value, bool)
-                          and dim.low <= value <= dim.high and (not dim.integer or float(value).is_integer()))
-            if inside:
+                if value in dim.values:
+                    point[path] = value
+            elif (isinstance(value, (int, float)) and not isinstance(value, bool)
+                  and dim.bounds()[0] <= value <= dim.bounds()[1]
+                  and (not dim.integer or float(value).is_integer())):
                 point[path] = int(value) if dim.integer else value
         return point
 
@@ -294,8 +300,8 @@ def _spec(params: dict, row: str, entry: dict) -> ModelSpec:
     unknown = set(entry) - known
     if unknown or "model" not in entry:
         raise ValueError(f"models.{row}: needs 'model'; unknown keys {sorted(unknown)}")
-    values = {key: Component.parse(value, f"models.{row}.{key}") if key in ("model", "objective", "optim")
-              else value for key, value in entry.items()}
+    values: dict[str, Any] = {key: Component.parse(value, f"models.{row}.{key}")
+                              if key in ("model", "objective", "optim") else value for key, value in entry.items()}
     values["train"] = TrainSettings.from_params(params, entry.get("train"))
     values["search"] = SearchSettings.from_params(params)
     values.pop("samples", None)          # read by ``srdiv samples --row`` (srdiv.sampling.samples.row_overrides)

@@ -164,10 +164,12 @@ class SubtopicAttentionRanker(DiversityModel):
 
     def coverage(self, subs: Subtopics) -> torch.Tensor:
         """x_{d,i}^T w_p of every candidate, the signal max-pooled in Eq. (7): ``[B, T, D]``."""
+        assert self.w_p is not None   # called with max_pooling only
         return subs.project(self.w_p)
 
     def uncovered(self, subs: Subtopics) -> torch.Tensor:
         """log(1 - c(d, i)) of every candidate, summed over the selected ones (extension): ``[B, T, D]``."""
+        assert self.w_c is not None   # called with accumulate only
         return -F.softplus(subs.project(self.w_c))                          # log(1 - sigmoid(z)) = -softplus(z)
 
     def attention(self, h: torch.Tensor, subs: Subtopics, pooled: torch.Tensor | None) -> torch.Tensor:
@@ -178,6 +180,7 @@ class SubtopicAttentionRanker(DiversityModel):
         if pooled is not None:
             logits = logits + pooled                                         # Eq. (7)
         logits = logits + subs.weight.clamp_min(1e-30).log()[:, None]        # w_i exp(.), Eq. (8)
+        assert subs.layer is not None   # subtopics() returns stacked layers (_stack)
         scope = torch.zeros_like(subs.layer) if self.joint_softmax else subs.layer
         return _scoped_softmax(logits, subs.mask[:, None], scope) * self.layer_weights()[subs.layer]
 
@@ -207,7 +210,7 @@ class SubtopicAttentionRanker(DiversityModel):
             terms.append(_cols(self.uncovered(subs), sequences).cumsum(2))
         if not terms:
             return None
-        signal = sum(terms)
+        signal = sum(terms[1:], terms[0])
         return torch.cat([signal.new_zeros(*signal.shape[:2], 1), signal], 2).transpose(1, 2)
 
     def prefix_scores(self, batch: Batch, rankings: torch.Tensor) -> torch.Tensor:
@@ -248,7 +251,9 @@ class SubtopicAttentionRanker(DiversityModel):
         uncovered = self.uncovered(subs) if self.w_c is not None else None    # [B, T, D]
         inputs = self.rnn_inputs(batch, docs)                                 # [B, D, in]
         h = inputs.new_zeros(n_queries, 1, self.cell.hidden_size)             # h_0 [B, 1, U]
-        state, pooled, acc = None, None, None
+        state = None
+        pooled: torch.Tensor | None = None
+        acc: torch.Tensor | None = None
         order = torch.full((n_queries, n_docs), -1, dtype=torch.long, device=mask.device)
         remaining = mask.clone()
         for t in range(int(mask.sum(1).max())):
@@ -277,6 +282,7 @@ class DSSA(SubtopicAttentionRanker):
     """
 
     ARG_RANGES = {"lam": "[0, 1]"}
+    beta: torch.Tensor   # the layer weights (a buffer)
     WEIGHT_ENDS = {"lam": ("the query layer alone (relevance)", "the subtopic layer alone (diversity)")}
     """Allowed intervals of the constructor's arguments (:func:`srdiv.registry.check_args`)."""
 
@@ -304,6 +310,7 @@ class HDSSA(SubtopicAttentionRanker):
     """
 
     joint_softmax = True
+    beta: torch.Tensor   # the balanced layer weights (a buffer; learned: beta_logits)
 
     def __init__(self, dims: BundleDims, *, beta: str = "learned", levels: tuple[int, ...] = (1, 2), **params):
         super().__init__(dims, **params)
