@@ -70,7 +70,7 @@ class Trained:
     def check_registered(self, where: str | Path) -> None:
         """The model of this row (and of its prior) is registered in this process; else one :class:`InputError`
         naming the model, its row and how to register it (a user's model trained with an ``import:`` list)."""
-        trained = self
+        trained: Trained | None = self
         while trained is not None:
             name = trained.spec.model.name
             if name not in MODELS.names():
@@ -96,10 +96,10 @@ class Trained:
         if bad:
             raise InputError(path, f"the model's {bad} holds values that are not finite (NaN or infinite)")
         verify(path, "trained model")
-        check_identity(path, trained.record)
+        record = check_identity(path, trained.record)
         if (path.parent / "hparams.json").is_file() and \
-                identity(read_record(path.parent / "hparams.json")) != identity(trained.record):
-            raise InputError(path, f"a model of row {trained.record['row']} fold {trained.record['fold']} other than "
+                identity(read_record(path.parent / "hparams.json")) != identity(record):
+            raise InputError(path, f"a model of row {record['row']} fold {record['fold']} other than "
                                    "the one its directory's hparams.json records (copied from another job?)")
         return trained
 

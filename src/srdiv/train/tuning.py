@@ -315,11 +315,11 @@ def _check_prior_record(prior: Trained | None, fold: int, bundle: str | None = N
     """The prior was trained for this trial (and, given its fingerprint, on this bundle)."""
     if prior is None:
         return
-    check_identity("--prior", prior.record)
-    if prior.record["fold"] != fold:
-        raise InputError("--prior", f"the prior was trained for trial {prior.record['fold']}, not {fold}: its "
+    record = check_identity("--prior", prior.record)
+    if record["fold"] != fold:
+        raise InputError("--prior", f"the prior was trained for trial {record['fold']}, not {fold}: its "
                                     "training queries include this trial's test queries")
-    if bundle is not None and prior.record["bundle"] != bundle:
+    if bundle is not None and record["bundle"] != bundle:
         raise InputError("--prior", f"the prior '{prior.spec.row}' was trained on another bundle")
 
 
