@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
 from srdiv.cli.options import OPTIONAL_PARAMS
+
+if TYPE_CHECKING:
+    from srdiv.collection.schema import Collection
 
 collection_app = typer.Typer(no_args_is_help=True, help="Build a collection in the common schema.")
 
@@ -46,7 +50,7 @@ def planted(
 
     coll = build_planted(PlantedConfig(queries, subtopics, candidates, noise, folds, seed))
     write_collection(coll, out)
-    typer.echo(f"{len(coll.topics)} queries, {len(coll.subtopics)} subtopics, {len(coll.docs)} documents -> {out}")
+    _report_built(coll, out)
 
 
 @collection_app.command("with-suggestions")
@@ -104,7 +108,7 @@ def wordnet_div(
     coll = build_wordnet_div(wn, cfg)
     oracle = conform("suggestions", oracle_suggestions(wn, coll, cfg))
     write_collection(coll, out, extra={"README.md": data_card(coll, cfg), ORACLE_FILE: oracle})
-    typer.echo(f"{len(coll.topics)} queries, {len(coll.subtopics)} subtopics, {len(coll.docs)} documents -> {out}")
+    _report_built(coll, out)
 
 
 @collection_app.command("debian-facets")
@@ -126,7 +130,7 @@ def debian_facets(
     build = build_debian_facets(ix, cfg)
     coll = build.collection
     write_collection(coll, out, extra={"README.md": data_card(build, cfg, measure_choices(ix, build, cfg))})
-    typer.echo(f"{len(coll.topics)} queries, {len(coll.subtopics)} subtopics, {len(coll.docs)} documents -> {out}")
+    _report_built(coll, out)
 
 
 @collection_app.command("import")
@@ -182,3 +186,9 @@ def export_files(
 
 def register(app: typer.Typer) -> None:
     app.add_typer(collection_app, name="collection")
+
+
+def _report_built(coll: Collection, out: Path) -> None:
+    """The line a builder prints: the built collection's sizes and where it went."""
+    typer.echo(f"{len(coll.topics)} queries, {len(coll.subtopics)} subtopics, {len(coll.docs_table())} documents "
+               f"-> {out}")

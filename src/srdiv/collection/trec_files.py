@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -215,8 +216,8 @@ def deal_folds(judged: list[str], k: int, seed: int) -> pd.DataFrame:
     return pd.DataFrame({"qid": judged, "fold": fold})
 
 
-def import_collection(topics: list[str | os.PathLike], qrels: list[str | os.PathLike],
-                      run: list[str | os.PathLike], subtopics: str | os.PathLike | None = None,
+def import_collection(topics: Sequence[str | os.PathLike], qrels: Sequence[str | os.PathLike],
+                      run: Sequence[str | os.PathLike], subtopics: str | os.PathLike | None = None,
                       suggestions: str | os.PathLike | None = None, folds: str | os.PathLike | None = None,
                       k_folds: int | None = None, seed: int = 42,
                       docs: pd.DataFrame | None = None) -> tuple[Collection, list[str]]:
@@ -277,6 +278,7 @@ def import_collection(topics: list[str | os.PathLike], qrels: list[str | os.Path
     if folds is not None:
         fold_table = read_fold_file(folds, qids)
     else:
+        assert k_folds is not None   # checked above: the folds file or k_folds
         fold_table = deal_folds(judged_qids, k_folds, seed)
     unjudged = [q for q in topic_table["qid"] if q not in has_judgments]
     in_folds = set(fold_table["qid"])
