@@ -106,6 +106,7 @@ def evaluate_runs(files: list[str], run: list[Path] | None, out: Path | None, co
         out_format(out)
     judged, qids, source = judgments(collection, qrels, fold)
     if fold is not None and judged.empty:
+        assert collection is not None   # judgments(): a qrels file has no folds
         raise InputError(collection / "qrels.parquet", f"no topic of fold {fold} has judgments")
     if topics is not None:
         judged = judged[judged["qid"].isin(topic_list(topics, qids, source))]
@@ -142,6 +143,7 @@ def judgments(collection: Path | None, qrels: Path | None, fold: int | None):
             raise typer.BadParameter("a qrels file has no folds: use --collection, or --topics", param_hint="--fold")
         table = read_qrels(qrels)
         return table, list(dict.fromkeys(table["qid"])), qrels
+    assert collection is not None   # the command gives exactly one of them
     coll = load_collection(collection)
     table = coll.qrels
     if fold is not None:

@@ -46,7 +46,8 @@ def build_tables(metrics: pd.DataFrame, params: dict) -> dict[str, Table]:
         if len(rows) < 2:  # a study that ran at most one of this table's rows: nothing to compare
             continue
         rows += published
-        ref = labels.get(spec.get("reference"), spec.get("reference"))
+        reference = spec.get("reference")
+        ref = labels.get(reference, reference) if reference is not None else None
         table = results_table(metrics, rows, [""] * len(rows), cfg.main_measures, spec.get("title", name), ref,
                               cfg.alpha, cfg.holm)
         if spec.get("note"):   # where rows differ in more than the one thing the table varies

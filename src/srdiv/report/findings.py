@@ -73,4 +73,4 @@ def gain_shares(rows: list[str], realistic: str, oracle: str, base: str = "Initi
 
 
 if __name__ == "__main__":
-    print(compare([tuple(arg.split(":", 1)) for arg in sys.argv[1:]]))
+    print(compare([(row, path) for row, path in (arg.split(":", 1) for arg in sys.argv[1:])]))

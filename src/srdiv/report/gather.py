@@ -79,7 +79,7 @@ def reference_metrics(metrics: dict[str, Path], folds: pd.DataFrame, fold_ids: l
 
 
 def gather_metrics(models_dir: str | Path, params: dict,
-                   check: Callable[[Path, str, int], None] | None = None) -> pd.DataFrame:
+                   check: Callable[[Path, str, int], object] | None = None) -> pd.DataFrame:
     """Metrics of ``<models_dir>/<Row>/fold<k>/metrics.parquet`` for the rows and folds of ``params``.
 
     Rows are ``run_models`` (:func:`run_rows`); with a ``folds`` list every row must have every fold

@@ -89,8 +89,7 @@ def performance_table(models_dir: Path | None, benchmarks_dir: Path | None, spec
                                "trained on": ", ".join(f"{device} ({n})" for device, n in devices),
                                "train s (median)": frame["train_seconds"].median(),
                                "rank ms/query (median)": frame["rank_ms_per_query"].median()})
-            ends = [_best_at_last_epoch(job["hparams.json"]) for job in jobs]
-            ends = [e for e in ends if e is not None]
+            ends = [e for e in (_best_at_last_epoch(job["hparams.json"]) for job in jobs) if e is not None]
             if ends:
                 record["best at last epoch"] = f"{sum(ends)}/{len(ends)}"
         if benchmarks_dir is not None:

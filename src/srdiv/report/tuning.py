@@ -77,8 +77,7 @@ def _dimension(jobs: list[dict], name: str):
         return dim if dim.numeric or len(dim.values) > 1 else None
     values = {point[name] for h in jobs for point in (g["point"] for g in h["grid"]) if name in point}
     numeric = all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values)
-    values = sorted(values, key=None if numeric else str)
-    return Dimension(values=tuple(values)) if len(values) > 1 else None
+    return Dimension(values=tuple(sorted(values, key=None if numeric else str))) if len(values) > 1 else None
 
 
 def _short(value) -> str:
