@@ -127,8 +127,9 @@ class ExplicitModel(PriorModel):
         return intent_layers(self.prior, batch, self.prob, levels=len(self.mix))
 
 
-class Hierarchical:
-    """Mixin for HxQuAD and HPM2: two intent levels mixed as ``alpha * level1 + (1 - alpha) * level2``.
+class Hierarchical(ExplicitModel):
+    """Base of HxQuAD and HPM2 (listed before their flat model): two intent levels mixed as
+    ``alpha * level1 + (1 - alpha) * level2``.
 
     ``alpha = 1`` is the flat model on level-1 suggestions; ``alpha = 0`` uses level 2 only.
     """

@@ -34,7 +34,7 @@ def xquad_scores(p_query: torch.Tensor, layers: Sequence[Layer], mix: Sequence[f
                  context: torch.Tensor, candidates: torch.Tensor) -> torch.Tensor:
     """The formula of the module docstring: ``p_query`` ``[B, D]``, context ``[B, L]``, candidates ``[B, M]``
     -> ``[B, M]``."""
-    diversity = 0.0
+    diversity: torch.Tensor | float = 0.0
     for layer, a in zip(layers, mix):
         not_covered = (1.0 - take_docs(layer.probs, context)).prod(-1)  # [B, K]
         coverage = take_docs(layer.probs, candidates)  # [B, K, M]

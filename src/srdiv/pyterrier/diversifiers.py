@@ -59,7 +59,7 @@ class ScorePrior:
 class Diversifier(pt.Transformer):
     """Re-ranks each query's results with the srdiv model ``name`` (see the module docstring)."""
 
-    name: ClassVar[str]
+    name: str                                   # the srdiv model (pt.Transformer's name attribute, set per class)
     levels: ClassVar[int] = 1
     default_prob: ClassVar[str] = "softmax"     # named in the transformer's name only when another is given
 
