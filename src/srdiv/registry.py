@@ -171,6 +171,7 @@ def _import_file(path: Path) -> None:
             return
         raise ImportError(f"a different module named '{path.stem}' is already imported ({loaded.__file__})")
     spec = importlib.util.spec_from_file_location(path.stem, path)
+    assert spec is not None and spec.loader is not None   # a .py file has a source loader
     module = importlib.util.module_from_spec(spec)
     sys.modules[path.stem] = module
     try:
@@ -207,7 +208,7 @@ def check_args(cls: type, args: dict) -> None:
     for klass in reversed(cls.__mro__):
         ranges.update(vars(klass).get("ARG_RANGES", {}))
         if "__init__" in vars(klass):
-            for p in inspect.signature(klass.__init__, eval_str=False).parameters.values():
+            for p in inspect.signature(vars(klass)["__init__"], eval_str=False).parameters.values():
                 kinds[p.name] = _annotation_kind(p.annotation)
     for name, value in args.items():
         kind = kinds.get(name, "any")

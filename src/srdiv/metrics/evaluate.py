@@ -26,6 +26,7 @@ from srdiv.metrics.official import IdealValues, ideal_depth, official_metrics
 
 if TYPE_CHECKING:
     import pandas as pd
+    import pyarrow as pa
 
 MEASURES: list[str] = (
     [f"{name}@{k}" for name in CUTOFF_FAMILIES[:3] for k in CUTOFFS]
@@ -54,7 +55,7 @@ class QrelsLabels(NamedTuple):
 
     qids: list[str]              # the judged topics, in qrels order
     n_subtopics: np.ndarray      # [topics] subtopics with a relevant document
-    docnos: Sequence             # the relevant documents, in byte order (Arrow text, or bytes)
+    docnos: pa.Array | Sequence  # the relevant documents, in byte order (Arrow text, or bytes)
     topic: np.ndarray            # index in qids
     doc: np.ndarray              # index in docnos
     col: np.ndarray              # the subtopic's position among its topic's, by sid

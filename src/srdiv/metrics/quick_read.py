@@ -281,8 +281,8 @@ class Relevant(NamedTuple):
 
     words: np.ndarray
     hash: np.ndarray
-    index: np.ndarray    # each one's index in the evaluator's docnos
-    seen: np.ndarray     # [2**bits] whether a relevant docno's hash ends in these bits: most run documents stop here
+    position: np.ndarray   # each one's index in the evaluator's docnos
+    seen: np.ndarray       # [2**bits] whether a relevant docno's hash ends in these bits: most run documents stop here
 
     @classmethod
     def of(cls, docnos) -> Relevant:
@@ -309,7 +309,7 @@ class Relevant(NamedTuple):
         same = np.ones(len(maybe), bool)
         for i in range(max(len(words), len(self.words))):   # a missing word is zeros
             same &= (words[i, maybe] if i < len(words) else 0) == (self.words[i, at] if i < len(self.words) else 0)
-        doc[maybe[same]] = self.index[at[same]]
+        doc[maybe[same]] = self.position[at[same]]
         return doc
 
 

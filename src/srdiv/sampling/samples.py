@@ -28,6 +28,7 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -99,9 +100,11 @@ class Samples:
 
     def save(self, path: str | Path) -> None:
         """Write ``path`` (compressed ``.npz``, about 3 MB for a TREC fold) atomically."""
+        arrays: dict[str, Any] = {   # the names of the file's arrays (Any: not np.savez's allow_pickle)
+            "qids": self.qids.astype(str), "meta": np.array(json.dumps(self.meta)),
+            **asdict(self.list_pairwise), **self.pamm}
         with atomic_path(path) as tmp, open(tmp, "wb") as fh:
-            np.savez_compressed(fh, qids=self.qids.astype(str), meta=np.array(json.dumps(self.meta)),
-                                **asdict(self.list_pairwise), **self.pamm)
+            np.savez_compressed(fh, **arrays)
 
     @classmethod
     def load(cls, path: str | Path) -> Samples:

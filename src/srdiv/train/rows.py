@@ -43,7 +43,7 @@ def keywords(cls: type) -> set[str] | None:
     for klass in cls.__mro__:
         if "__init__" not in vars(klass) or klass in (object, torch.nn.Module):
             continue
-        params = list(inspect.signature(klass.__init__).parameters.values())[1:]
+        params = list(inspect.signature(vars(klass)["__init__"]).parameters.values())[1:]
         names |= {p.name for p in params if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)} - {"dims"}
         if not any(p.kind == p.VAR_KEYWORD for p in params):
             return names
