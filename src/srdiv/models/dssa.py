@@ -116,6 +116,7 @@ class SubtopicAttentionRanker(DiversityModel):
 
     sequential: ClassVar[bool] = True
     joint_softmax: ClassVar[bool] = False
+    beta: torch.Tensor      # the layer weights where a subclass keeps them as a buffer
 
     def __init__(
         self, dims: BundleDims, *, cell: str = "lstm", hidden: int = 50, attention: str = "general",
@@ -251,13 +252,11 @@ class SubtopicAttentionRanker(DiversityModel):
         uncovered = self.uncovered(subs) if self.w_c is not None else None    # [B, T, D]
         inputs = self.rnn_inputs(batch, docs)                                 # [B, D, in]
         h = inputs.new_zeros(n_queries, 1, self.cell.hidden_size)             # h_0 [B, 1, U]
-        state = None
-        pooled: torch.Tensor | None = None
-        acc: torch.Tensor | None = None
+        state, pooled, acc = None, None, None
         order = torch.full((n_queries, n_docs), -1, dtype=torch.long, device=mask.device)
         remaining = mask.clone()
         for t in range(int(mask.sum(1).max())):
-            added = pooled if acc is None else (acc if pooled is None else pooled + acc)
+            added: torch.Tensor | None = pooled if acc is None else (acc if pooled is None else pooled + acc)
             scores = _mix(self.attention(h, subs, added)[:, 0], rel)
             best = scores.masked_fill(~remaining, NEG_INF).argmax(1)
             active = remaining.any(1)
@@ -282,7 +281,6 @@ class DSSA(SubtopicAttentionRanker):
     """
 
     ARG_RANGES = {"lam": "[0, 1]"}
-    beta: torch.Tensor   # the layer weights (a buffer)
     WEIGHT_ENDS = {"lam": ("the query layer alone (relevance)", "the subtopic layer alone (diversity)")}
     """Allowed intervals of the constructor's arguments (:func:`srdiv.registry.check_args`)."""
 
@@ -310,7 +308,6 @@ class HDSSA(SubtopicAttentionRanker):
     """
 
     joint_softmax = True
-    beta: torch.Tensor   # the balanced layer weights (a buffer; learned: beta_logits)
 
     def __init__(self, dims: BundleDims, *, beta: str = "learned", levels: tuple[int, ...] = (1, 2), **params):
         super().__init__(dims, **params)

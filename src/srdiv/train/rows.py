@@ -88,6 +88,7 @@ def check_rows(params: dict, rows: Sequence[str], where: str | Sequence[str | Pa
             known = keywords(cls) if cls is not None else set()
             unknown = sorted(given - known) if known is not None else []
             if unknown:
+                assert known is not None   # unknown: found against the known keywords
                 raise InputError(source, f"models.{row}.{section}.args: {cls.__name__ if cls else 'no objective'} "
                                          f"takes no {', '.join(unknown)} "
                                          f"(it takes {', '.join(sorted(known)) or 'none'})")
@@ -98,6 +99,7 @@ def check_rows(params: dict, rows: Sequence[str], where: str | Sequence[str | Pa
             except ValueError as err:
                 raise fail("model.args", err) from None
             if objective is not None:       # objectives are cheap to build: their values are checked here too
+                assert at.objective is not None   # spec.at keeps the row's objective
                 try:
                     objective(**at.objective.args)
                 except (TypeError, ValueError) as err:
@@ -143,8 +145,8 @@ def _memo_key(params: dict, rows: Sequence[str]) -> str:
     srdiv, the files of the modules an ``import:`` list registered (:data:`srdiv.registry.USER_MODULES`) and
     the installed :data:`~srdiv.registry.ENTRY_POINT_GROUP` entry points with their versions."""
     digest = hashlib.sha256(json.dumps([params, list(rows)], default=repr).encode())
-    users = {getattr(sys.modules.get(name), "__file__", None) for name in USER_MODULES} - {None}
-    files = sorted(SRC.rglob("*.py")) + sorted(Path(file) for file in users)
+    users = {getattr(sys.modules.get(name), "__file__", None) for name in USER_MODULES}
+    files = sorted(SRC.rglob("*.py")) + sorted(Path(file) for file in users if file is not None)
     for file in files:
         digest.update(f"\0{file}\0".encode())
         digest.update(file.read_bytes())

@@ -228,13 +228,15 @@ class Trials:
         trainer = Trainer(point_spec.train, point_spec.optim, device, seed, self.out / "tune" / f"point{i}.pt",
                           checkpoint_key(point_spec, seed, fold, self.inputs), self.callbacks, self.progress,
                           desc=f"{spec.row} fold{fold} trial {i + 1}/{self.n_trials}", monitors=[pruning])
+        assert data.train is not None   # FoldData.make keeps it for a row with an objective
         try:
             fit = trainer.fit(model, objective, data.train, self.validate)
         except Pruned as stop:
             curve = curve_frame([{"epoch": e, "loss": math.nan, "valid": v, "seconds": math.nan}
                                  for e, v in sorted(pruning.values.items())])
             tuned = TunedPoint(planned.point, point_spec, max(pruning.values.values()),
-                               max(pruning.values, key=pruning.values.get), {}, curve, number=i, pruned_at=stop.epoch)
+                               max(pruning.values, key=pruning.values.__getitem__), {}, curve, number=i,
+                               pruned_at=stop.epoch)
             info = {**tuned.info(), "pruned_at": stop.epoch}
             return tuned, Outcome(pruning.values[stop.epoch], pruning.values, stop.epoch, pruning.attrs, info), 0, 0.0
         tuned = TunedPoint(planned.point, point_spec, fit.valid, fit.epoch, _cpu_state(model), fit.curve, fit.diverged,
