@@ -242,9 +242,8 @@ def rank_run(run: pd.DataFrame, path: str | os.PathLike = "<run>", qids: Iterabl
     if (ordered[1:] == ordered[:-1]).any():                              # then find the first repeat
         _fail_at_first(run, path, pd.Series(pair).duplicated().to_numpy(),
                        lambda i: f"docno '{run['docno'].iloc[i]}' appears twice for qid '{run['qid'].iloc[i]}'")
-    keys: tuple[np.ndarray, ...]
     if "rank" in numbers:
-        keys = (numbers["rank"], topic)
+        keys: tuple[np.ndarray, ...] = (numbers["rank"], topic)
     else:
         by_docno = text_order(docnos)[doc]
         keys = (-by_docno if ties == "ndeval" else by_docno, -numbers["score"], topic)
