@@ -225,7 +225,7 @@ class Search:
     def best(self) -> FrozenTrial | None:
         """The completed trial of the highest score, the first of equals (None: none completed)."""
         done = [t for t in self.trials() if t.state == TrialState.COMPLETE]
-        return max(done, key=lambda t: cast(float, t.value))   # a completed trial has its value if done else None
+        return max(done, key=lambda t: cast(float, t.value)) if done else None   # a completed trial has a value
 
     def summary(self) -> dict[str, Any]:
         """The search as ``hparams.json`` records it."""
