@@ -211,10 +211,15 @@ def measure_choices(ix: Indexes, build: Build, cfg: DebianFacetsConfig) -> Choic
     return Choices(facets.reset_index(drop=True), top_tags, untagged, *_cleaning(ix, build, cfg))
 
 
+def _cell(v: object) -> str:
+    """A number as the card writes numbers, a truth value as yes or no, anything else as its text."""
+    if isinstance(v, (int, float, np.number)) and not isinstance(v, (bool, np.bool_)):
+        return _fmt(v.item() if isinstance(v, np.number) else v)
+    return "yes" if v is True or v is np.True_ else "no" if v is False or v is np.False_ else str(v)
+
+
 def _markdown(frame: pd.DataFrame) -> str:
-    cells = [[_fmt(float(v)) if isinstance(v, (int, float, np.number)) and not isinstance(v, (bool, np.bool_)) else
-              ("yes" if v is True or v is np.True_ else "no" if v is False or v is np.False_ else str(v))
-              for v in row] for row in frame.itertuples(index=False)]
+    cells = [[_cell(v) for v in row] for row in frame.itertuples(index=False)]
     head = "| " + " | ".join(frame.columns) + " |\n|" + "---|" * len(frame.columns)
     return head + "\n" + "\n".join("| " + " | ".join(row) + " |" for row in cells)
 
