@@ -15,7 +15,7 @@ SMK     = $(BIN)/snakemake --cores $(CORES) --resources gpu=$(GPUS) --rerun-inco
 CONFIG ?=
 export PATH := $(abspath $(BIN)):$(PATH)
 
-.PHONY: install slurm-smoke dvc-status dvc-remote run study smoke planted unlock test test-slow dvc-yaml trec dvc-repro dvc-smoke
+.PHONY: install slurm-smoke dvc-status dvc-remote run study smoke planted unlock test test-slow lint dvc-yaml trec dvc-repro dvc-smoke
 
 # constraints.txt pins every package to the versions DESA Table 3's CPU jobs ran under (pipelines/ablations-desa).
 $(STAMP): pyproject.toml constraints.txt
@@ -66,6 +66,11 @@ trec: $(STAMP)
 ## the test suite less the end-to-end tests marked slow
 test: $(STAMP)
 	$(BIN)/pytest -q -m "not slow"
+
+## ruff (its rules in pyproject.toml) and mypy on the package
+lint: $(STAMP)
+	$(BIN)/ruff check src
+	$(BIN)/mypy
 
 ## the end-to-end tests marked slow: the smoke DAG through Snakemake and DVC, a training killed and resumed
 ## through the CLI, the committed collections rebuilt from their sources (CI runs both targets)

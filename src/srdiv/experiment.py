@@ -30,8 +30,9 @@ from __future__ import annotations
 
 import itertools
 import math
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, fields, replace
-from typing import Any, Sequence
+from typing import Any
 
 import pandas as pd
 
@@ -56,7 +57,7 @@ class TrainSettings:
     valid_measure: str = HEADLINE
 
     @classmethod
-    def from_params(cls, params: dict, overrides: dict | None = None) -> "TrainSettings":
+    def from_params(cls, params: dict, overrides: dict | None = None) -> TrainSettings:
         return cls(**{**(params.get("train") or {}), **(overrides or {})})
 
 
@@ -76,7 +77,7 @@ class SearchSettings:
     pruner: str = "halving"
 
     @classmethod
-    def from_params(cls, params: dict) -> "SearchSettings":
+    def from_params(cls, params: dict) -> SearchSettings:
         return cls(**(params.get("search") or {}))
 
 
@@ -88,7 +89,7 @@ class Component:
     args: dict = field(default_factory=dict)
 
     @classmethod
-    def parse(cls, entry: Any, where: str) -> "Component":
+    def parse(cls, entry: Any, where: str) -> Component:
         """``{name, args}`` of a resolved row (``where``: its dotted key, for the error)."""
         if not isinstance(entry, dict) or not entry.get("name"):
             raise ValueError(f"{where} must be {{name: ..., args: {{...}}}}, got {entry!r}")
@@ -111,7 +112,7 @@ class Dimension:
     KEYS = ("low", "high", "log", "int", "step")
 
     @classmethod
-    def parse(cls, value: Any, where: str) -> "Dimension":
+    def parse(cls, value: Any, where: str) -> Dimension:
         """A ``tune`` value: a nonempty list, or ``{low, high, log?, int?, step?}`` (``where``: its key)."""
         if isinstance(value, list) and value:
             return cls(values=tuple(value))
@@ -125,7 +126,8 @@ class Dimension:
         numbers = [v for v in (low, high, step) if v is not None]
         if not all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) for v in numbers) \
                 or not all(isinstance(v, bool) for v in (log, integer)):
-            raise ValueError(f"{where}: low, high, step must be finite numbers, log and int true or false; got {value!r}")
+            raise ValueError(f"{where}: low, high, step must be finite numbers, log and int true or false; "
+                             f"got {value!r}")
         if not low < high:
             raise ValueError(f"{where}: low ({low}) must be below high ({high})")
         if log and (low <= 0 or step is not None):
@@ -148,14 +150,20 @@ class Dimension:
         range's two ends."""
         return self.values or (self.low, self.high)
 
+    def bounds(self) -> tuple[float, float]:
+        """A range's ``low`` and ``high`` (:meth:`parse` sets both when there are no ``values``)."""
+        assert self.low is not None and self.high is not None, "a list of values has no low-high range"
+        return self.low, self.high
+
     def at_edge(self, value: Any) -> bool:
         """Whether ``value`` lies at an edge of this range: a list's first or last value (of two or more),
         the outer tenth of a range (of its log range for ``log``)."""
         if self.values:
             return len(self.values) > 1 and value in (self.values[0], self.values[-1])
+        low, high = self.bounds()
         scale = math.log if self.log else float
-        span = scale(self.high) - scale(self.low)
-        where = (scale(value) - scale(self.low)) / span
+        span = scale(high) - scale(low)
+        where = (scale(value) - scale(low)) / span
         return where <= 0.1 or where >= 0.9
 
     def describe(self) -> str:
@@ -223,15 +231,15 @@ class ModelSpec:
             given = (vars(part) if head == "train" else part.args) if part is not None else {}
             value = given.get(name)
             if dim.values:
-                inside = value in dim.values
-            else:
-                inside = (isinstance(value, (int, float)) and not isinstance(value, bool)
-                          and dim.low <= value <= dim.high and (not dim.integer or float(value).is_integer()))
-            if inside:
+                if value in dim.values:
+                    point[path] = value
+            elif (isinstance(value, (int, float)) and not isinstance(value, bool)
+                  and dim.bounds()[0] <= value <= dim.bounds()[1]
+                  and (not dim.integer or float(value).is_integer())):
                 point[path] = int(value) if dim.integer else value
         return point
 
-    def at(self, point: dict[str, Any]) -> "ModelSpec":
+    def at(self, point: dict[str, Any]) -> ModelSpec:
         """This spec with a tuning point applied."""
         args = {"model": dict(self.model.args), "objective": dict(self.objective.args) if self.objective else {},
                 "optim": dict(self.optim.args), "train": {}}
@@ -255,7 +263,7 @@ class ModelSpec:
         return asdict(self)
 
     @classmethod
-    def from_dict(cls, saved: dict) -> "ModelSpec":
+    def from_dict(cls, saved: dict) -> ModelSpec:
         """The inverse of :meth:`to_dict`."""
         parts = {key: Component(**saved[key]) if saved[key] else None for key in ("model", "objective", "optim")}
         return cls(**{**saved, **parts, "train": TrainSettings(**saved["train"]),
@@ -293,8 +301,8 @@ def _spec(params: dict, row: str, entry: dict) -> ModelSpec:
     unknown = set(entry) - known
     if unknown or "model" not in entry:
         raise ValueError(f"models.{row}: needs 'model'; unknown keys {sorted(unknown)}")
-    values = {key: Component.parse(value, f"models.{row}.{key}") if key in ("model", "objective", "optim")
-              else value for key, value in entry.items()}
+    values: dict[str, Any] = {key: Component.parse(value, f"models.{row}.{key}")
+                              if key in ("model", "objective", "optim") else value for key, value in entry.items()}
     values["train"] = TrainSettings.from_params(params, entry.get("train"))
     values["search"] = SearchSettings.from_params(params)
     values.pop("samples", None)          # read by ``srdiv samples --row`` (srdiv.sampling.samples.row_overrides)

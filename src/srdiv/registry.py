@@ -18,9 +18,11 @@ import importlib
 import importlib.util
 import os
 import sys
+from collections.abc import Callable
+from functools import partial
 from importlib.metadata import entry_points
 from pathlib import Path
-from typing import Callable, Generic, TypeVar
+from typing import Generic, TypeVar
 
 from srdiv.io import InputError
 
@@ -104,7 +106,7 @@ def load_entry_points() -> None:
     _entry_points_loaded = True
     for point in entry_points(group=ENTRY_POINT_GROUP):
         USER_MODULES[point.module] = f"entry point {ENTRY_POINT_GROUP}:{point.name}"
-        _import_user(lambda: point.load(), f"entry point {ENTRY_POINT_GROUP}:{point.name}", point.value, "cannot import")
+        _import_user(point.load, f"entry point {ENTRY_POINT_GROUP}:{point.name}", point.value, "cannot import")
 
 
 def import_components(names: list[str], where: str | os.PathLike) -> None:
@@ -119,8 +121,8 @@ def import_components(names: list[str], where: str | os.PathLike) -> None:
     for name in names:
         before = _registered()
         USER_MODULES[Path(name).stem if name.endswith(".py") else name] = f"'{name}' (import: in {where})"
-        _import_user((lambda: _import_file(Path(name))) if name.endswith(".py") else
-                     (lambda: importlib.import_module(name)), where, name, "import: cannot import")
+        _import_user(partial(_import_file, Path(name)) if name.endswith(".py") else
+                     partial(importlib.import_module, name), where, name, "import: cannot import")
         _sources.update(dict.fromkeys(_registered() - before, name))
 
 
@@ -145,8 +147,9 @@ def culprit(err: BaseException) -> str | None:
     """The user's module (:data:`USER_MODULES`) whose code raised ``err``, as ``module 'NAME' (FILE:LINE)``: the
     innermost frame of the traceback that lies in one (or as a process that ran it found it: ``err.culprit``);
     None when none does."""
-    if getattr(err, "culprit", None):
-        return err.culprit
+    found = getattr(err, "culprit", None)   # set by the process that ran it (srdiv.train.pool)
+    if found:
+        return found
     frames, tb = [], err.__traceback__
     while tb is not None:
         frames.append(tb)
@@ -168,6 +171,7 @@ def _import_file(path: Path) -> None:
             return
         raise ImportError(f"a different module named '{path.stem}' is already imported ({loaded.__file__})")
     spec = importlib.util.spec_from_file_location(path.stem, path)
+    assert spec is not None and spec.loader is not None   # a .py file has a source loader
     module = importlib.util.module_from_spec(spec)
     sys.modules[path.stem] = module
     try:
@@ -204,13 +208,14 @@ def check_args(cls: type, args: dict) -> None:
     for klass in reversed(cls.__mro__):
         ranges.update(vars(klass).get("ARG_RANGES", {}))
         if "__init__" in vars(klass):
-            for p in inspect.signature(klass.__init__, eval_str=False).parameters.values():
+            for p in inspect.signature(vars(klass)["__init__"], eval_str=False).parameters.values():
                 kinds[p.name] = _annotation_kind(p.annotation)
     for name, value in args.items():
         kind = kinds.get(name, "any")
         numbers = list(value) if kind == "ints" and isinstance(value, (list, tuple)) else [value]
         ok = {"int": lambda v: isinstance(v, int) and not isinstance(v, bool),
-              "ints": lambda v: isinstance(value, (list, tuple)) and isinstance(v, int) and not isinstance(v, bool),
+              "ints": lambda v: (isinstance(value, (list, tuple))  # noqa: B023 (called in this iteration)
+                                 and isinstance(v, int) and not isinstance(v, bool)),
               "float": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v),
               "bool": lambda v: isinstance(v, bool), "str": lambda v: isinstance(v, str),
               "any": lambda v: True}[kind]

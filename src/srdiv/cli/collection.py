@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
+from typing import TYPE_CHECKING
 
 import typer
 
 from srdiv.cli.options import OPTIONAL_PARAMS
+
+if TYPE_CHECKING:
+    from srdiv.collection.schema import Collection
 
 collection_app = typer.Typer(no_args_is_help=True, help="Build a collection in the common schema.")
 
@@ -47,13 +50,14 @@ def planted(
 
     coll = build_planted(PlantedConfig(queries, subtopics, candidates, noise, folds, seed))
     write_collection(coll, out)
-    typer.echo(f"{len(coll.topics)} queries, {len(coll.subtopics)} subtopics, {len(coll.docs)} documents -> {out}")
+    _report_built(coll, out)
 
 
 @collection_app.command("with-suggestions")
 def with_suggestions(
     source: Path = typer.Option(..., help="Collection directory."),
-    suggestions: Path = typer.Option(..., help="Parquet table of suggestions (qid, sugg_id, level, parent, text, weight)."),
+    suggestions: Path = typer.Option(..., help="Parquet table of suggestions (qid, sugg_id, level, parent, text, "
+                                               "weight)."),
     out: Path = typer.Option(..., help="Output collection directory."),
 ) -> None:
     """The collection with its suggestions replaced (e.g. wordnet-div's oracle aspects, a study of their own)."""
@@ -86,9 +90,10 @@ def trec_web(
 
 @collection_app.command("wordnet-div")
 def wordnet_div(
-    wordnet_dir: Path = typer.Option(Path("/usr/share/wordnet"), help="WordNet 3.0 database (data.noun, index.noun, ...)."),
+    wordnet_dir: Path = typer.Option(Path("/usr/share/wordnet"),
+                                     help="WordNet 3.0 database (data.noun, index.noun, ...)."),
     out: Path = typer.Option(..., help="Output collection directory (tables + README.md data card)."),
-    params: Optional[list[Path]] = OPTIONAL_PARAMS,
+    params: list[Path] | None = OPTIONAL_PARAMS,
 ) -> None:
     """The open default collection built from WordNet 3.0 (see its data card)."""
     from srdiv.collection.schema import conform, write_collection
@@ -103,15 +108,16 @@ def wordnet_div(
     coll = build_wordnet_div(wn, cfg)
     oracle = conform("suggestions", oracle_suggestions(wn, coll, cfg))
     write_collection(coll, out, extra={"README.md": data_card(coll, cfg), ORACLE_FILE: oracle})
-    typer.echo(f"{len(coll.topics)} queries, {len(coll.subtopics)} subtopics, {len(coll.docs)} documents -> {out}")
+    _report_built(coll, out)
 
 
 @collection_app.command("debian-facets")
 def debian_facets(
     indexes: Path = typer.Option(..., help="Directory of Debian's InRelease, Packages and Translation-en (plain or "
-                                           ".xz/.gz/.bz2) and the Debtags vocabulary (workflow/scripts/fetch_debian_indexes.sh)."),
+                                           ".xz/.gz/.bz2) and the Debtags vocabulary "
+                                           "(workflow/scripts/fetch_debian_indexes.sh)."),
     out: Path = typer.Option(..., help="Output collection directory (tables + README.md data card)."),
-    params: Optional[list[Path]] = OPTIONAL_PARAMS,
+    params: list[Path] | None = OPTIONAL_PARAMS,
 ) -> None:
     """An open faceted collection of Debian package descriptions with Debtags subtopics (see its data card)."""
     from srdiv.collection.debian import DebianFacetsConfig, build_debian_facets, read_indexes
@@ -124,7 +130,7 @@ def debian_facets(
     build = build_debian_facets(ix, cfg)
     coll = build.collection
     write_collection(coll, out, extra={"README.md": data_card(build, cfg, measure_choices(ix, build, cfg))})
-    typer.echo(f"{len(coll.topics)} queries, {len(coll.subtopics)} subtopics, {len(coll.docs)} documents -> {out}")
+    _report_built(coll, out)
 
 
 @collection_app.command("import")
@@ -134,13 +140,13 @@ def import_files(
     qrels: list[Path] = typer.Option(..., help="TREC diversity qrels 'qid subtopic docno grade'. Repeatable."),
     run: list[Path] = typer.Option(..., help="The first-stage TREC run 'qid Q0 docno rank score tag'. Repeatable."),
     out: Path = typer.Option(..., help="Output collection directory."),
-    subtopics: Optional[Path] = typer.Option(None, help="TSV 'qid sid [text]' (needed with TSV topics; replaces "
+    subtopics: Path | None = typer.Option(None, help="TSV 'qid sid [text]' (needed with TSV topics; replaces "
                                                         "the XML topics' subtopics)."),
-    suggestions: Optional[Path] = typer.Option(None, help="Web Track query-suggestion XML, or TSV 'qid level parent "
+    suggestions: Path | None = typer.Option(None, help="Web Track query-suggestion XML, or TSV 'qid level parent "
                                                           "text' (a header may add sugg_id, weight)."),
-    docs: Optional[Path] = typer.Option(None, help="Documents, JSONL or Parquet (docs/user-documents.md)."),
-    folds: Optional[Path] = typer.Option(None, help="Folds file, 'qid fold' per line."),
-    k_folds: Optional[int] = typer.Option(None, help="Or deal the judged topics into this many folds at random."),
+    docs: Path | None = typer.Option(None, help="Documents, JSONL or Parquet (docs/user-documents.md)."),
+    folds: Path | None = typer.Option(None, help="Folds file, 'qid fold' per line."),
+    k_folds: int | None = typer.Option(None, help="Or deal the judged topics into this many folds at random."),
     seed: int = typer.Option(42, help="Seed of --k-folds."),
 ) -> None:
     """A collection from standard TREC-style files (formats: docs/collections.md); every malformed line is one
@@ -180,3 +186,9 @@ def export_files(
 
 def register(app: typer.Typer) -> None:
     app.add_typer(collection_app, name="collection")
+
+
+def _report_built(coll: Collection, out: Path) -> None:
+    """The line a builder prints: the built collection's sizes and where it went."""
+    typer.echo(f"{len(coll.topics)} queries, {len(coll.subtopics)} subtopics, {len(coll.docs_table())} documents "
+               f"-> {out}")

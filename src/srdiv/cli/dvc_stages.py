@@ -24,9 +24,10 @@ import functools
 import itertools
 import os
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
+from typing import Any
 
 import yaml
 
@@ -59,8 +60,14 @@ def snakemake_jobs(snakefile: Path, configfiles: Sequence[Path], targets: Sequen
     which ``dvc status`` lists as deleted until it is there."""
     from snakemake.api import SnakemakeApi
     from snakemake.settings.enums import Quietness
-    from snakemake.settings.types import (ConfigSettings, DAGSettings, ExecMode, OutputSettings,
-                                          ResourceSettings, WorkflowSettings)
+    from snakemake.settings.types import (
+        ConfigSettings,
+        DAGSettings,
+        ExecMode,
+        OutputSettings,
+        ResourceSettings,
+        WorkflowSettings,
+    )
 
     with SnakemakeApi(OutputSettings(quiet={Quietness.ALL})) as api:
         workflow_api = api.workflow(
@@ -174,7 +181,7 @@ def job_stage(job, configs: list, wdir: str | None, modules: dict[str, str]) -> 
         cmd = f"mkdir -p {' '.join(log_dirs)} && {cmd}"
     if job.log:   # Snakemake names a failed job's log; under DVC the error itself reaches the terminal
         cmd = f"{cmd} || {{ tail -n 20 {job.log[0]} >&2; exit 1; }}"
-    stage = {"cmd": cmd}
+    stage: dict[str, Any] = {"cmd": cmd}   # a dvc.yaml stage: strings and lists
     if wdir:
         stage["wdir"] = wdir
     stage["deps"] = _under_directories(sorted({str(f) for f in job.input}), cmd) + code

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Optional
 
 import typer
 
@@ -18,9 +17,9 @@ features_app = typer.Typer(no_args_is_help=True, help="Relevance and diversity f
 @features_app.command("relevance")
 def relevance(
     collection: Path = COLLECTION,
-    docs: Optional[Path] = DOCS,
+    docs: Path | None = DOCS,
     out: Path = typer.Option(..., help="Output table (features/relevance.parquet)."),
-    params: Optional[list[Path]] = PARAMS,
+    params: list[Path] | None = PARAMS,
 ) -> None:
     """The 18 DSSA Table 5 features of every (query or suggestion, candidate) pair."""
     from srdiv.collection.schema import load_collection
@@ -40,10 +39,10 @@ def relevance(
 @features_app.command("diversity")
 def diversity(
     collection: Path = COLLECTION,
-    docs: Optional[Path] = DOCS,
+    docs: Path | None = DOCS,
     vectors: Path = typer.Option(..., help="Document vectors of subtopic_div (e.g. embed/lda.parquet)."),
     out: Path = typer.Option(..., help="Output table (features/diversity.parquet)."),
-    params: Optional[list[Path]] = PARAMS,
+    params: list[Path] | None = PARAMS,
 ) -> None:
     """Pairwise diversity features (DSSA Table 6); without any document text, subtopic_div only."""
     from srdiv.collection.schema import load_collection
@@ -55,7 +54,8 @@ def diversity(
     tic = time.perf_counter()
     coll = load_collection(collection)
     has_text = docs is not None or (collection / "docs.parquet").exists()
-    table = diversity_features(coll, load_docs(collection, docs) if has_text else None, read_vectors(vectors, ["docno"]),
+    table = diversity_features(coll, load_docs(collection, docs) if has_text else None,
+                               read_vectors(vectors, ["docno"]),
                                int(load_stage_params(params, "features")["rank_docs"]))
     write_parquet(table, out)
     report_times("features diversity", {"total": time.perf_counter() - tic})
@@ -64,11 +64,11 @@ def diversity(
 def import_dssa(
     collection: Path = COLLECTION,
     release: Path = typer.Option(..., help="Directory with doc.emb, query.emb and rel_feat.csv."),
-    candidates: Optional[Path] = typer.Option(None, help="Release candidate lists as JSON, checked against the run."),
+    candidates: Path | None = typer.Option(None, help="Release candidate lists as JSON, checked against the run."),
     embed_out: Path = typer.Option(..., help="Document vectors (embed/lda.parquet)."),
     pseudo_docs_out: Path = typer.Option(..., help="Query/suggestion vectors (pseudo_docs/lda.parquet)."),
     relevance_out: Path = typer.Option(..., help="Relevance features (features/relevance.parquet)."),
-    params: Optional[list[Path]] = PARAMS,
+    params: list[Path] | None = PARAMS,
 ) -> None:
     """Read the precomputed DSSA release into the tables the text stages write (the three files replace
     the old ones together, or none does)."""
@@ -96,7 +96,7 @@ def bundle(
     relevance: Path = typer.Option(..., help="features/relevance.parquet."),
     diversity: Path = typer.Option(..., help="features/diversity.parquet."),
     out: Path = typer.Option(..., help="Output bundle (bundle/<repr>.npz)."),
-    params: Optional[list[Path]] = PARAMS,
+    params: list[Path] | None = PARAMS,
     fill: str = typer.Option("none", help="A candidate or query without a vector or feature row: 'none' (an "
                                           "error naming it) or 'zero' (zeros, recorded in the bundle)."),
 ) -> None:

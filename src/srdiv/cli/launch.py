@@ -14,7 +14,7 @@ of it goes to :mod:`srdiv.cli.main`.
 
 from __future__ import annotations
 
-import _signal      # signal's C half: it imports nothing, so the handlers are set before anything else is read
+import _signal  # signal's C half: it imports nothing, so the handlers are set before anything else is read
 import sys
 
 from srdiv.cli.interrupts import stop_now
@@ -24,10 +24,10 @@ if sys.argv[0].rpartition("/")[2] == "srdiv":      # the program, not a library 
     if _signal.getsignal(_signal.SIGINT) is _signal.default_int_handler:   # not ignored (a background job)
         _signal.signal(_signal.SIGINT, stop_now)
 
-import os                   # noqa: E402  (after the handlers: each import is time a signal may arrive in)
-import re                   # noqa: E402
-import signal               # noqa: E402
-from pathlib import Path    # noqa: E402
+import os  # noqa: E402  (after the handlers: each import is time a signal may arrive in)
+import re  # noqa: E402
+import signal  # noqa: E402
+from pathlib import Path  # noqa: E402
 
 from srdiv.cli.interrupts import Terminated, stopped, terminate  # noqa: E402
 
@@ -57,7 +57,8 @@ def pin_blas_kernel(environ=os.environ, cpuinfo: Path = Path("/proc/cpuinfo")) -
 
 
 def main() -> None:
-    """Set the signal handlers and the BLAS kernel, then import and run the command line (:func:`srdiv.cli.main.main`)."""
+    """Set the signal handlers and the BLAS kernel, then import and run the command line
+    (:func:`srdiv.cli.main.main`)."""
     signal.signal(signal.SIGTERM, terminate)
     if signal.getsignal(signal.SIGINT) is stop_now:
         signal.signal(signal.SIGINT, signal.default_int_handler)

@@ -13,12 +13,13 @@ import os
 import signal
 import sys
 from pathlib import Path
+from typing import NoReturn
 
 import typer
 
 from srdiv import registry
-from srdiv.io import InputError, check_output, claim
 from srdiv.cli.interrupts import INTERRUPTED, Terminated, stopped, terminate
+from srdiv.io import InputError, check_output, claim
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="srdiv: supervised search result diversification, one stage per command.")
@@ -94,11 +95,13 @@ def _guard_outputs(name: str, command):
     return guarded
 
 
-for _info in [*app.registered_commands, *(c for g in app.registered_groups for c in g.typer_instance.registered_commands)]:
+for _info in [*app.registered_commands,
+              *(c for g in app.registered_groups if g.typer_instance for c in g.typer_instance.registered_commands)]:
+    assert _info.callback is not None   # every command is a decorated function
     _info.callback = _guard_outputs(_info.name or _info.callback.__name__.replace("_", "-"), _info.callback)
 
 
-def _error(message: str, code: int = 2) -> None:
+def _error(message: str, code: int = 2) -> NoReturn:
     """One line ``error: message`` (a path's bytes that are not UTF-8 shown as escapes), exit status ``code``."""
     line = f"error: {message}".encode("utf-8", "backslashreplace").decode("utf-8")
     typer.secho(" ".join(line.split()), err=True, fg=typer.colors.RED)
@@ -127,10 +130,10 @@ def main() -> None:
     except Exception as err:  # click usage errors carry their own exit code
         code = getattr(err, "exit_code", None)
         if code is None:
-            where = registry.culprit(err)
-            if where is None:
+            culprit = registry.culprit(err)
+            if culprit is None:
                 raise
-            _error(f"{where} raised {type(err).__name__}: {err}")
+            _error(f"{culprit} raised {type(err).__name__}: {err}")
         if hasattr(err, "format_message"):    # a usage error (click's): one line too, with where to look
             context = getattr(err, "ctx", None)
             _error(err.format_message() + (f" (see '{context.command_path} --help')" if context else ""), code)

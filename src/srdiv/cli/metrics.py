@@ -4,7 +4,6 @@ per-query test metrics in one table)."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
 
 import typer
 
@@ -20,25 +19,25 @@ def register(app: typer.Typer) -> None:
 
 
 def evaluate(
-    files: Optional[list[str]] = typer.Argument(None, metavar="[QRELS RUN] [MEASURE]...", show_default=False,
+    files: list[str] | None = typer.Argument(None, metavar="[QRELS RUN] [MEASURE]...", show_default=False,
                                                 help="A TREC diversity qrels file, a run file and the measures in "
                                                      "ir_measures' names (alpha_nDCG@20, "
                                                      "'alpha_nDCG(alpha=0.25)@10', ERR_IA@20, nERR_IA@20, NRBP, "
                                                      "nNRBP, P_IA@20, StRecall@20; default all seventeen "
                                                      "official ones), as ir_measures takes them. With --qrels or "
                                                      "--collection, only the measures."),
-    run: Optional[list[Path]] = typer.Option(None, help="TREC run file, or a Parquet run table (qid, docno, score"
+    run: list[Path] | None = typer.Option(None, help="TREC run file, or a Parquet run table (qid, docno, score"
                                                         "[, rank]). Repeat to compare runs: the first is the "
                                                         "reference of the paired t-tests."),
-    out: Optional[Path] = typer.Option(None, help="Also write the per-query values, long form run, qid, measure, "
+    out: Path | None = typer.Option(None, help="Also write the per-query values, long form run, qid, measure, "
                                                   "value, in the format of the extension: .tsv, .parquet or .json "
                                                   "(a device such as /dev/stdout: TSV)."),
     per_query: bool = typer.Option(False, "-q", "--per-query", help="QRELS RUN form: each topic's lines before "
                                                                     "the means, as trec_eval -q prints them."),
     places: int = typer.Option(4, "-p", "--places", help="QRELS RUN form: decimals printed (-1: every digit)."),
-    collection: Optional[Path] = typer.Option(None, help="Collection directory (srdiv collection ... --out DIR "
+    collection: Path | None = typer.Option(None, help="Collection directory (srdiv collection ... --out DIR "
                                                          "writes one): its qrels, topics and folds."),
-    qrels: Optional[Path] = typer.Option(None, help="TREC diversity qrels file (qid subtopic docno grade), instead "
+    qrels: Path | None = typer.Option(None, help="TREC diversity qrels file (qid subtopic docno grade), instead "
                                                     "of --collection: the topics are the judged ones."),
     by_score: bool = typer.Option(False, "--by-score",
                                   help="Order by score, not by the run's ranks; equal scores as --ties says."),
@@ -46,9 +45,9 @@ def evaluate(
                                             "descending: ndeval -traditional, trec_eval) or 'pyndeval' (docno "
                                             "ascending: ir_measures and pt.Experiment). A note on standard "
                                             "error says when equal scores were ordered, and by which rule."),
-    fold: Optional[int] = typer.Option(None, help="Evaluate only the topics of this fold (a trial's test queries; "
+    fold: int | None = typer.Option(None, help="Evaluate only the topics of this fold (a trial's test queries; "
                                                   "needs --collection)."),
-    topics: Optional[str] = typer.Option(None, help="Evaluate only these topics: qids and numeric ranges, e.g. "
+    topics: str | None = typer.Option(None, help="Evaluate only these topics: qids and numeric ranges, e.g. "
                                                     "'1-50' (Web Track 2009) or '51,53-60'."),
     level: float = typer.Option(SIGNIFICANCE, "--alpha",
                                 help="Significance level of the paired t-tests (several runs)."),
@@ -79,11 +78,9 @@ def evaluate_runs(files: list[str], run: list[Path] | None, out: Path | None, co
                   level: float, holm: bool, per_query: bool) -> None:
     """``srdiv evaluate``'s form with ``--qrels`` or ``--collection`` and ``--run`` (repeatable): one line of
     means per run, paired t-tests against the first."""
-    from srdiv.io import InputError
-
     import pandas as pd
 
-    from srdiv.io import write_parquet
+    from srdiv.io import InputError, write_parquet
     from srdiv.metrics.evaluate import DiversityEvaluator
     from srdiv.metrics.evaluate_files import out_format, write_values
     from srdiv.metrics.names import parse_measure
@@ -111,6 +108,7 @@ def evaluate_runs(files: list[str], run: list[Path] | None, out: Path | None, co
         out_format(out)
     judged, qids, source = judgments(collection, qrels, fold)
     if fold is not None and judged.empty:
+        assert collection is not None   # judgments(): a qrels file has no folds
         raise InputError(collection / "qrels.parquet", f"no topic of fold {fold} has judgments")
     if topics is not None:
         judged = judged[judged["qid"].isin(topic_list(topics, qids, source))]
@@ -147,6 +145,7 @@ def judgments(collection: Path | None, qrels: Path | None, fold: int | None):
             raise typer.BadParameter("a qrels file has no folds: use --collection, or --topics", param_hint="--fold")
         table = read_qrels(qrels)
         return table, list(dict.fromkeys(table["qid"])), qrels
+    assert collection is not None   # the command gives exactly one of them
     coll = load_collection(collection)
     table = coll.qrels
     if fold is not None:
@@ -211,9 +210,9 @@ def gather(
     models: Path = typer.Option(..., help="Directory of model outputs, e.g. work/<dataset>/models."),
     params: list[Path] = PARAMS,
     out: Path = typer.Option(..., help="Output Parquet, e.g. results/<dataset>/metrics.parquet."),
-    references: Optional[Path] = typer.Option(None, help="Directory of <name>/metrics.parquet of the "
+    references: Path | None = typer.Option(None, help="Directory of <name>/metrics.parquet of the "
                                                          "report.reference_runs (srdiv evaluate)."),
-    collection: Optional[Path] = typer.Option(None, help="Collection whose folds place the reference runs' queries."),
+    collection: Path | None = typer.Option(None, help="Collection whose folds place the reference runs' queries."),
 ) -> None:
     """Collect every row's per-query test metrics (model, variant, fold, qid, measure, value)."""
     import pandas as pd
@@ -242,11 +241,11 @@ def learning_check(
     metrics: Path = typer.Option(..., help="Gathered per-query test metrics, e.g. results/planted/metrics.parquet "
                                            "(srdiv gather)."),
     collection: Path = typer.Option(..., help="The collection the rows ran on, e.g. work/planted/collection."),
-    share: Optional[float] = typer.Option(None, help="Share of the gap between the initial run and the ideal re-ranking "
+    share: float | None = typer.Option(None, help="Share of the gap between the initial run and the ideal re-ranking "
                                            "each row must close (default: 0.05, docs/planted.md: how it was chosen)."),
     measure: str = typer.Option(HEADLINE, help="The measure of the gap."),
     depth: int = typer.Option(50, help="Candidates re-ranked per query (params.yaml train.rank_docs)."),
-    rows: Optional[list[str]] = typer.Option(None, "--row", help="Rows to check (repeatable; default: every row "
+    rows: list[str] | None = typer.Option(None, "--row", help="Rows to check (repeatable; default: every row "
                                                                   "of --metrics but the initial run)."),
 ) -> None:
     """Each row's share of the gap between the initial run and the ideal re-ranking it closes, and whether it

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import List, Optional
 
 import typer
 
@@ -14,11 +13,11 @@ def register(app: typer.Typer) -> None:
     @app.command("report")
     def report(
         metrics: Path = typer.Option(..., help="metrics.parquet (model, variant, fold, qid, measure, value)."),
-        params: List[Path] = PARAMS,
+        params: list[Path] = PARAMS,
         out: Path = typer.Option(..., help="Results directory (tables/, plots/, README.md)."),
-        models_dir: Optional[Path] = typer.Option(None, help="work/<dataset>/models: learning curves, timings."),
-        benchmarks_dir: Optional[Path] = typer.Option(None, help="Snakemake benchmark records of the dataset."),
-        collection: Optional[Path] = typer.Option(None, help="Collection, for the metric-at-k plot from run files."),
+        models_dir: Path | None = typer.Option(None, help="work/<dataset>/models: learning curves, timings."),
+        benchmarks_dir: Path | None = typer.Option(None, help="Snakemake benchmark records of the dataset."),
+        collection: Path | None = typer.Option(None, help="Collection, for the metric-at-k plot from run files."),
     ) -> None:
         """Write the paper-style tables (Markdown, LaTeX, HTML), plots and results README."""
         from srdiv.params import load_params
@@ -33,12 +32,12 @@ def register(app: typer.Typer) -> None:
 
     @app.command("leakage")
     def leakage(
-        collection: List[Path] = typer.Option(..., help="Collection directory (repeat for several)."),
-        params: List[Path] = PARAMS,
+        collection: list[Path] = typer.Option(..., help="Collection directory (repeat for several)."),
+        params: list[Path] = PARAMS,
         trec: Path = typer.Option(Path("data/external/trec-web-2009-2012"), help="The TREC Web Track 2009-2012 files."),
         dssa_slice: Path = typer.Option(..., help="Directory with a slice of the DSSA release: rel_feat.csv and "
                                                   "collection/ (its topics in the common schema)."),
-        oracle: List[Path] = typer.Option([], help="A suggestions table inside a collection's directory, measured "
+        oracle: list[Path] = typer.Option([], help="A suggestions table inside a collection's directory, measured "
                                                    "as a column of its own (oracle aspects; repeatable)."),
         out: Path = typer.Option(..., help="Markdown file: the figures beside TREC's."),
     ) -> None:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
 
 import typer
 
@@ -16,17 +15,17 @@ def samples(
     fold: int = typer.Option(..., help="Test fold of the trial whose training queries are sampled."),
     params: list[Path] = PARAMS,
     out: Path = typer.Option(..., help="Output directory, e.g. work/<dataset>/samples/fold<k> (samples.npz)."),
-    row: Optional[str] = typer.Option(None, help="A models row whose own `samples` settings override the section."),
+    row: str | None = typer.Option(None, help="A models row whose own `samples` settings override the section."),
 ) -> None:
     """Sample the training queries of trial FOLD (top train_docs candidates), seeded by (seed, fold)."""
     import time
 
     from srdiv.collection.schema import load_collection
+    from srdiv.experiment import TrainSettings
     from srdiv.features.bundle import Bundle
+    from srdiv.features.folds import fold_queries, fold_split
     from srdiv.params import load_params
     from srdiv.sampling.samples import SAMPLES_FILE, SampleSettings, make_samples
-    from srdiv.experiment import TrainSettings
-    from srdiv.features.folds import fold_queries, fold_split
 
     loaded = load_params(params)
     split = fold_split(load_collection(collection).folds, fold, str(collection / "folds.parquet"))

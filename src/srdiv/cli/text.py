@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
 
 import typer
 
@@ -27,9 +26,9 @@ def report_times(stage: str, times: dict[str, float]) -> None:
 
 def embed(
     collection: Path = COLLECTION,
-    docs: Optional[Path] = DOCS,
+    docs: Path | None = DOCS,
     out: Path = typer.Option(..., help="Output directory (doc2vec.parquet, lda.parquet, svd.parquet, trained models)."),
-    params: Optional[list[Path]] = PARAMS,
+    params: list[Path] | None = PARAMS,
 ) -> None:
     """Train doc2vec (PV-DBOW), LDA and SVD (LSA on tf-idf) on all documents; write their vectors and models."""
     from srdiv.text.documents import load_docs
@@ -40,10 +39,10 @@ def embed(
 
 def pseudo_docs(
     collection: Path = COLLECTION,
-    docs: Optional[Path] = DOCS,
+    docs: Path | None = DOCS,
     embed_dir: Path = typer.Option(..., help="Output directory of 'srdiv embed' (trained models)."),
     out: Path = typer.Option(..., help="Output directory (doc2vec.parquet, lda.parquet, svd.parquet)."),
-    params: Optional[list[Path]] = PARAMS,
+    params: list[Path] | None = PARAMS,
 ) -> None:
     """doc2vec, LDA and SVD vectors of queries and suggestions from their top-Z BM25 pseudo-documents."""
     from srdiv.collection.schema import load_collection

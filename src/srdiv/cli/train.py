@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
 
 import typer
 
 from srdiv.cli.options import PARAMS
 
 THREADS = typer.Option(0, help="CPU threads of the job (0: torch's default). srdiv train: a row that trains "
-                               "on the CPU trains up to this many trials of a search batch at once, a process and a thread "
-                               "each (the same models as one thread); otherwise torch's threads. One thread "
+                               "on the CPU trains up to this many trials of a search batch at once, a process and a "
+                               "thread each (the same models as one thread); otherwise torch's threads. One thread "
                                "per process is fastest for these small models on a busy machine.")
 
 
@@ -37,28 +36,28 @@ def train(
     collection: Path = typer.Option(..., help="Collection directory (folds, qrels)."),
     params: list[Path] = PARAMS,
     out: Path = typer.Option(..., help="Output directory, e.g. work/<dataset>/models/<Row>/fold<k>."),
-    samples: Optional[Path] = typer.Option(None, help="Samples of this fold (srdiv samples), for objectives "
+    samples: Path | None = typer.Option(None, help="Samples of this fold (srdiv samples), for objectives "
                                                       "that need them (list_pairwise, pamm)."),
-    prior: Optional[Path] = typer.Option(None, help="Output directory of the prior row on this fold (rows "
+    prior: Path | None = typer.Option(None, help="Output directory of the prior row on this fold (rows "
                                                     "with params.prior), e.g. .../models/ListMLE/fold<k>."),
     progress: bool = typer.Option(True, help="Show a progress bar per training run."),
     threads: int = THREADS,
     rank_test: bool = typer.Option(False, "--rank", help="Then rank the test queries with the saved model "
                                                          "(run.txt, rank.json in --out), as srdiv rank does, "
                                                          "without loading the bundle again."),
-    reuse: Optional[Path] = typer.Option(None, help="Another job directory of this row and fold (a study "
+    reuse: Path | None = typer.Option(None, help="Another job directory of this row and fold (a study "
                                                     "passes the main run's): when its model was trained with "
                                                     "the same settings, seed and inputs, copy it instead of "
                                                     "training again."),
 ) -> None:
     """Tune on the validation fold and train one model row; save the chosen model (model.pt)."""
     from srdiv.collection.schema import load_collection
-    from srdiv.features.bundle import Bundle
-    from srdiv.params import load_params
-    from srdiv.sampling.samples import Samples
     from srdiv.experiment import model_spec
+    from srdiv.features.bundle import Bundle
     from srdiv.io import claim
     from srdiv.metrics.runs import RUN_FILE
+    from srdiv.params import load_params
+    from srdiv.sampling.samples import Samples
     from srdiv.train.rows import check_rows
     from srdiv.train.trained import Trained
     from srdiv.train.tuning import run_job
@@ -89,7 +88,7 @@ def rank(
     collection: Path = typer.Option(..., help="Collection directory (folds)."),
     out: Path = typer.Option(..., help="Output directory (run.txt, rank.json); usually the model directory."),
     threads: int = THREADS,
-    params: Optional[list[Path]] = typer.Option(None, "--params", help="The setting's params files, for the "
+    params: list[Path] | None = typer.Option(None, "--params", help="The setting's params files, for the "
                                                 "models and objectives their import: lists register."),
 ) -> None:
     """Rank the test queries of trial FOLD with a trained model: a TREC run file."""

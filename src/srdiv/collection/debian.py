@@ -9,12 +9,13 @@ text. Construction, in order (parameters in :class:`DebianFacetsConfig`):
    ``deb-<source>``; ``title`` = ``<source>: <synopsis of its main binary>`` (the
    binary named as the source, else the shortest name); ``body`` = the distinct
    paragraphs of the main binary's long description (``Translation-en``), then of
-   each other binary's synopsis and long description, by name; ``url`` = the upstream homepage; ``anchor`` = the names of the source
-   packages that depend on it (``Pre-Depends``, ``Depends``, ``Recommends``,
-   virtual names through ``Provides``), at most ``anchor_links``, highest
-   PageRank first; ``pagerank``, ``inlinks``, ``outlinks`` from that graph. A
-   document's tags are the union of its binaries' tags. Untagged sources are
-   left out (``untagged: leave-out``) or kept as non-relevant documents
+   each other binary's synopsis and long description, by name; ``url`` = the upstream
+   homepage; ``anchor`` = the names of the source packages that depend on it
+   (``Pre-Depends``, ``Depends``, ``Recommends``, virtual names through
+   ``Provides``), at most ``anchor_links``, highest PageRank first;
+   ``pagerank``, ``inlinks``, ``outlinks`` from that graph. A document's tags
+   are the union of its binaries' tags. Untagged sources are left out
+   (``untagged: leave-out``) or kept as non-relevant documents
    (``untagged: non-relevant``).
 2. **Queries**: analysed words (``[a-z]{3,}`` stems) of the titles, whose
    *scope* (documents with the word in their title) holds ``min_scope`` to

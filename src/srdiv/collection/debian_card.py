@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -39,7 +40,8 @@ def suggestion_match(coll: Collection) -> dict[str, float]:
     :data:`MATCH_PRECISION` of them are relevant to it and that share is above the subtopic's share
     of all pooled in-scope documents.
     """
-    title_words = pd.Series([set(tokenize(t)) for t in coll.docs["title"]], index=coll.docs["docno"])
+    docs = coll.docs_table()
+    title_words = pd.Series([set(tokenize(t)) for t in docs["title"]], index=docs["docno"])
     query = coll.topics.set_index("qid")["query"]
     relevant = coll.qrels[coll.qrels["rel"] > 0]
     level1 = coll.suggestions[coll.suggestions["level"] == 1]
@@ -76,7 +78,8 @@ def suggestion_match(coll: Collection) -> dict[str, float]:
 
 def card_stats(coll: Collection, cfg: DebianFacetsConfig) -> dict[str, float]:
     """The card's measured numbers: :func:`collection_stats`, document lengths and the suggestion match."""
-    words = coll.docs["title"].str.split().str.len() + coll.docs["body"].str.split().str.len()
+    docs = coll.docs_table()
+    words = docs["title"].str.split().str.len() + docs["body"].str.split().str.len()
     stats = collection_stats(coll, cfg.candidates)
     stats = {
         **{k: v for k, v in stats.items() if k in ("queries", "documents")},
@@ -109,7 +112,8 @@ class Choices:
 def _top_in_scope(coll: Collection, candidates: int) -> tuple[pd.DataFrame, np.ndarray, np.ndarray]:
     """The top ``candidates`` of the run, whether each is in its query's scope, and whether it is relevant."""
     top = coll.run[coll.run["rank"] <= candidates]
-    title_words = dict(zip(coll.docs["docno"], (set(tokenize(t)) for t in coll.docs["title"])))
+    docs = coll.docs_table()
+    title_words = dict(zip(docs["docno"], (set(tokenize(t)) for t in docs["title"])))
     stem = {q: set(tokenize(w)) for q, w in zip(coll.topics["qid"], coll.topics["query"])}
     in_scope = np.array([stem[q] <= title_words[d] for q, d in zip(top["qid"], top["docno"])], dtype=bool)
     relevant = set(map(tuple, coll.qrels.loc[coll.qrels["rel"] > 0, ["qid", "docno"]].to_numpy()))
@@ -117,10 +121,10 @@ def _top_in_scope(coll: Collection, candidates: int) -> tuple[pd.DataFrame, np.n
     return top, in_scope, is_rel
 
 
-def _untagged_row(build: Build, cfg: DebianFacetsConfig) -> dict[str, float]:
+def _untagged_row(build: Build, cfg: DebianFacetsConfig) -> dict[str, float | str]:
     coll = build.collection
     stats = collection_stats(coll, cfg.candidates)
-    untagged_docnos = set(coll.docs["docno"][[not t for t in build.documents.tags]])
+    untagged_docnos = set(coll.docs_table()["docno"][[not t for t in build.documents.tags]])
     top, in_scope, is_rel = _top_in_scope(coll, cfg.candidates)
     untagged = top["docno"].isin(untagged_docnos).to_numpy()
     tagged_scope = in_scope & ~untagged
@@ -128,7 +132,7 @@ def _untagged_row(build: Build, cfg: DebianFacetsConfig) -> dict[str, float]:
     n_q = len(coll.topics)
     return {
         "treatment": cfg.untagged,
-        "documents": len(coll.docs),
+        "documents": len(coll.docs_table()),
         "queries": n_q,
         "untagged share of the top 50": untagged.mean(),
         "untagged in-scope per query (top 50)": (untagged & in_scope).sum() / n_q,
@@ -162,9 +166,10 @@ def _cleaning(ix: Indexes, build: Build, cfg: DebianFacetsConfig) -> tuple[pd.Da
     rule gives every threshold's queries: those whose adaptation reaches it.
     """
     placeholders = placeholder_tags(ix.vocabulary)
-    without = {"placeholder tags are never subtopics": build_debian_facets(ix, dataclasses.replace(cfg, placeholders=True)),
+    without = {"placeholder tags are never subtopics":
+               build_debian_facets(ix, dataclasses.replace(cfg, placeholders=True)),
                "generic words are never queries": build_debian_facets(ix, dataclasses.replace(cfg, min_adaptation=0.0))}
-    rules = []
+    rules: list[dict[str, Any]] = []
     for rule, other in without.items():
         placeholder = other.subtopic_tags["tag"].isin(placeholders)
         rules.append({"rule": rule, "queries without it": len(other.collection.topics),
@@ -207,10 +212,15 @@ def measure_choices(ix: Indexes, build: Build, cfg: DebianFacetsConfig) -> Choic
     return Choices(facets.reset_index(drop=True), top_tags, untagged, *_cleaning(ix, build, cfg))
 
 
+def _cell(v: object) -> str:
+    """A number as the card writes numbers, a truth value as yes or no, anything else as its text."""
+    if isinstance(v, (int, float, np.number)) and not isinstance(v, (bool, np.bool_)):
+        return _fmt(v.item() if isinstance(v, np.number) else v)
+    return "yes" if v is True or v is np.True_ else "no" if v is False or v is np.False_ else str(v)
+
+
 def _markdown(frame: pd.DataFrame) -> str:
-    cells = [[_fmt(v) if isinstance(v, (int, float, np.number)) and not isinstance(v, (bool, np.bool_)) else
-              ("yes" if v is True or v is np.True_ else "no" if v is False or v is np.False_ else str(v))
-              for v in row] for row in frame.itertuples(index=False)]
+    cells = [[_cell(v) for v in row] for row in frame.itertuples(index=False)]
     head = "| " + " | ".join(frame.columns) + " |\n|" + "---|" * len(frame.columns)
     return head + "\n" + "\n".join("| " + " | ".join(row) + " |" for row in cells)
 

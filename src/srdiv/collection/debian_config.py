@@ -49,13 +49,14 @@ class DebianFacetsConfig:
     pagerank_damping: float = 0.85
 
     @classmethod
-    def from_params(cls, params: dict) -> "DebianFacetsConfig":
+    def from_params(cls, params: dict) -> DebianFacetsConfig:
         """Defaults overridden by ``params["collections"]["debian-facets"]`` (unknown keys are an error)."""
         cfg = cls(**settings.overrides(cls, params, "debian-facets"))
         if cfg.untagged not in UNTAGGED:
             raise InputError("params.yaml", f"collections.debian-facets.untagged must be one of {UNTAGGED}")
         if not set(cfg.run_fields) <= {"title", "body", "anchor", "url"}:
-            raise InputError("params.yaml", "collections.debian-facets.run_fields must be among title, body, anchor, url")
+            raise InputError("params.yaml",
+                             "collections.debian-facets.run_fields must be among title, body, anchor, url")
         if not 0.0 <= cfg.min_adaptation <= 1.0:
             raise InputError("params.yaml", "collections.debian-facets.min_adaptation must be in [0, 1]")
         return cfg

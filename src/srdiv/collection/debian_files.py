@@ -14,9 +14,9 @@ import gzip
 import hashlib
 import lzma
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
 
 import pandas as pd
 
@@ -143,7 +143,7 @@ def long_description(value: str) -> str:
 
 def read_translations(path: Path) -> dict[tuple[str, str], str]:
     """``{(package, description md5): long description}`` of a ``Translation-en`` index."""
-    out = {}
+    out: dict[tuple[str, str], str] = {}
     for line, fields in stanzas(path):
         name, md5, text = _required(path, line, fields, "Package", "Description-md5", "Description-en")
         out.setdefault((name, md5), long_description(text))

@@ -77,8 +77,9 @@ def tag_words(tag: str) -> set[str]:
 def placeholder_tags(vocabulary: Vocabulary) -> set[str]:
     """Tags the vocabulary marks as standing for a missing tag: named ``...:TODO`` or described so.
 
-    The vocabulary describes them "Need an extra tag". Debtags has one per facet (``admin::TODO``, ``devel::lang:TODO``): it says that the right tag
-    does not exist yet, not what the package is about, so it is never a subtopic.
+    The vocabulary describes them "Need an extra tag". Debtags has one per facet (``admin::TODO``,
+    ``devel::lang:TODO``): it says that the right tag does not exist yet, not what the package is about, so it
+    is never a subtopic.
     """
     tags = vocabulary.tags
     return set(tags.loc[tags["name"].str.match(PLACEHOLDER_NAME) | tags["tag"].str.endswith(":TODO"), "tag"])
@@ -102,7 +103,7 @@ def choose_subtopics(pooled: pd.DataFrame, vocabulary: Vocabulary, cfg: DebianFa
                     & (counts["n"] <= cfg.max_tag_share * tagged.reindex(counts["q"]).to_numpy())]
     counts = counts.sort_values(["q", "n", "tag"], ascending=[True, False, True])
     docs_of = eligible.groupby(["q", "tag"])["doc"].agg(frozenset)
-    rows = []
+    rows: list[tuple[str, str, str]] = []
     for q, group in counts.groupby("q", sort=True):
         chosen: list[tuple[str, frozenset]] = []
         for tag in group["tag"]:

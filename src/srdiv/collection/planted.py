@@ -82,7 +82,8 @@ def pseudo_words(rng: np.random.Generator, n: int, taken: set[str]) -> list[str]
 
 
 def subtopic_sizes(relevant: int, subtopics: int) -> np.ndarray:
-    """Relevant documents per subtopic, in proportion to 1, 1/4, ..., 1/S^2, each at least 1, summing to ``relevant``."""
+    """Relevant documents per subtopic, in proportion to 1, 1/4, ..., 1/S^2, each at least 1, summing to
+    ``relevant``."""
     weights = 1.0 / np.arange(1, subtopics + 1) ** 2
     sizes = np.maximum(1, np.floor(relevant * weights / weights.sum())).astype(int)
     sizes[0] += relevant - sizes.sum()

@@ -138,6 +138,12 @@ class Collection:
         """Query ids in topic order."""
         return list(self.topics["qid"])
 
+    def docs_table(self) -> pd.DataFrame:
+        """The ``docs`` table; an :class:`InputError` naming the collection when it has none."""
+        if self.docs is None:
+            raise InputError(self.path or "<collection>", "the collection has no docs table (docs.parquet)")
+        return self.docs
+
 
 def check_references(coll: Collection, path: str | os.PathLike = "<collection>") -> None:
     """Every table speaks of the collection's topics, and every relevant judgment of a subtopic of its topic.

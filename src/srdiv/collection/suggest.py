@@ -26,8 +26,8 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Iterable
 
 import pandas as pd
 
@@ -57,7 +57,7 @@ def phrase_popularity(texts: list[str], n: int) -> Counter:
     """Number of texts holding each ``n``-word phrase (space-joined) within one segment."""
     counts: Counter = Counter()
     for text in texts:
-        found = set()
+        found: set[str] = set()
         for words in segments(text):
             found.update(" ".join(words[i:i + n]) for i in range(len(words) - n + 1))
         counts.update(found)

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -33,8 +34,15 @@ import pandas as pd
 from srdiv.collection.schema import Collection, conform
 from srdiv.collection.trec_web import read_suggestions, read_topics
 from srdiv.io import HEADER_WORDS, TRAILING, InputError, atomic_dir, normal_ids, text_lines, write_parquet, write_text
-from srdiv.metrics.runs import check_run, order_run, parse_numbers, read_fields, read_qrels, read_trec_run, \
-    write_trec_run
+from srdiv.metrics.runs import (
+    check_run,
+    order_run,
+    parse_numbers,
+    read_fields,
+    read_qrels,
+    read_trec_run,
+    write_trec_run,
+)
 
 TSV_COLUMNS = {   # (required, optional) columns, in their positional order
     "topics": (("qid", "query"), ("description", "type")),
@@ -133,7 +141,8 @@ def read_topic_file(path: str | os.PathLike) -> tuple[pd.DataFrame, pd.DataFrame
             raise InputError(path, f"topic '{topics.loc[topics['qid'].duplicated(), 'qid'].iloc[0]}' appears twice")
         return topics, subtopics
     frame = read_tsv_records(path, "topics")
-    _fail_at(frame, (frame["query"].str.strip() == "").to_numpy(), path, lambda row: f"topic '{row['qid']}' has no query")
+    _fail_at(frame, (frame["query"].str.strip() == "").to_numpy(), path,
+             lambda row: f"topic '{row['qid']}' has no query")
     _fail_at(frame, frame["qid"].duplicated().to_numpy(), path, lambda row: f"topic '{row['qid']}' appears twice")
     return frame[["qid", "query", "description", "type"]], None
 
@@ -207,8 +216,8 @@ def deal_folds(judged: list[str], k: int, seed: int) -> pd.DataFrame:
     return pd.DataFrame({"qid": judged, "fold": fold})
 
 
-def import_collection(topics: list[str | os.PathLike], qrels: list[str | os.PathLike],
-                      run: list[str | os.PathLike], subtopics: str | os.PathLike | None = None,
+def import_collection(topics: Sequence[str | os.PathLike], qrels: Sequence[str | os.PathLike],
+                      run: Sequence[str | os.PathLike], subtopics: str | os.PathLike | None = None,
                       suggestions: str | os.PathLike | None = None, folds: str | os.PathLike | None = None,
                       k_folds: int | None = None, seed: int = 42,
                       docs: pd.DataFrame | None = None) -> tuple[Collection, list[str]]:
@@ -220,7 +229,7 @@ def import_collection(topics: list[str | os.PathLike], qrels: list[str | os.Path
     """
     if (folds is None) == (k_folds is None):
         raise ValueError("give the folds as a file or as a number of folds to deal, not both or neither")
-    parts, qids = [], set()
+    parts, qids = [], set[str]()
     for path in topics:
         table, subs = read_topic_file(path)
         again = table[table["qid"].isin(qids)]
@@ -253,7 +262,7 @@ def import_collection(topics: list[str | os.PathLike], qrels: list[str | os.Path
     if len(twice):
         raise InputError(qrels[-1], f"({' '.join(twice[['qid', 'sid', 'docno']].iloc[0])}) is judged in an earlier "
                                     "qrels file too")
-    rankings, ranked = [], set()
+    rankings, ranked = [], set[str]()
     for path in run:
         ranking = read_trec_run(path)
         check_run(ranking, path, qids)
@@ -269,6 +278,7 @@ def import_collection(topics: list[str | os.PathLike], qrels: list[str | os.Path
     if folds is not None:
         fold_table = read_fold_file(folds, qids)
     else:
+        assert k_folds is not None   # checked above: the folds file or k_folds
         fold_table = deal_folds(judged_qids, k_folds, seed)
     unjudged = [q for q in topic_table["qid"] if q not in has_judgments]
     in_folds = set(fold_table["qid"])

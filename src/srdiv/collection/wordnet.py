@@ -34,6 +34,7 @@ import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 import numpy as np
 import pandas as pd
@@ -79,7 +80,7 @@ class WordnetDivConfig:
     suggestion_min_docs: int = 2        # popularity floor of a suggestion (documents holding the phrase)
 
     @classmethod
-    def from_params(cls, params: dict) -> "WordnetDivConfig":
+    def from_params(cls, params: dict) -> WordnetDivConfig:
         """Defaults overridden by ``params["collections"]["wordnet-div"]`` (unknown keys are an error)."""
         overrides = settings.overrides(cls, params, "wordnet-div")
         if not set(overrides.get("run_fields", ())) <= set(TEXT_FIELDS):
@@ -187,11 +188,10 @@ def own_entry_pairs(collection: Collection | str | os.PathLike) -> pd.DataFrame:
     """``qid, docno`` of the documents whose title lists the query word as a lemma: what step 4 leaves out of
     each query's initial run, found from a built collection's ``topics`` and ``docs`` (a directory or loaded)."""
     coll = collection if isinstance(collection, Collection) else load_collection(collection, with_docs=True)
-    if coll.docs is None:
-        raise InputError(coll.path or "<collection>", "the collection has no docs table (docs.parquet)")
-    lemmas = coll.docs["title"].str.lower().str.split(", ").explode()
+    docs = coll.docs_table()
+    lemmas = docs["title"].str.lower().str.split(", ").explode()
     hits = lemmas[lemmas.isin(set(coll.topics["query"]))]
-    found = pd.DataFrame({"query": hits.to_numpy(), "docno": coll.docs["docno"].to_numpy()[hits.index]})
+    found = pd.DataFrame({"query": hits.to_numpy(), "docno": docs["docno"].to_numpy()[hits.index]})
     return coll.topics.merge(found)[["qid", "docno"]]
 
 
@@ -210,7 +210,20 @@ def reach_by_depth(adj: sp.csr_matrix, seeds: np.ndarray, depth: int) -> list[sp
     return levels
 
 
-def sample_and_fold(n: int, cfg: WordnetDivConfig) -> tuple[np.ndarray, np.ndarray]:
+class QuerySample(Protocol):
+    """What :func:`sample_and_fold` reads of a builder's settings (:class:`WordnetDivConfig` and others)."""
+
+    @property
+    def seed(self) -> int: ...
+
+    @property
+    def max_queries(self) -> int | None: ...
+
+    @property
+    def n_folds(self) -> int: ...
+
+
+def sample_and_fold(n: int, cfg: QuerySample) -> tuple[np.ndarray, np.ndarray]:
     """Seeded choice of ``max_queries`` of ``n`` queries (all when None) and their folds.
 
     Returns ``chosen [kept]`` (ascending positions) and ``fold [kept]`` in

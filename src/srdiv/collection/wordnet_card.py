@@ -16,7 +16,8 @@ from srdiv.collection.templates import fill
 from srdiv.collection.wordnet import WordnetDivConfig
 
 ORACLE_FILE = "oracle-suggestions.parquet"
-"""The sense-structure aspects (:mod:`srdiv.collection.wordnet_oracle`), written beside the tables: the oracle study's."""
+"""The sense-structure aspects (:mod:`srdiv.collection.wordnet_oracle`), written beside the tables: the oracle
+study's."""
 CARD_MEASURES = ("alpha_nDCG@5", "alpha_nDCG@10", "alpha_nDCG@20", "ERR_IA@20", "nERR_IA@20",
                  "NRBP", "nNRBP", "P_IA@20", "StRecall@20")
 """Official measures of the initial run reported on the card."""
@@ -41,7 +42,8 @@ def candidate_labels(coll: Collection, depth: int) -> tuple[np.ndarray, np.ndarr
 
 
 def reranked_run(coll: Collection, docnos: np.ndarray, order: np.ndarray) -> pd.DataFrame:
-    """Run frame ``qid, docno, rank`` of candidates ``docnos [Q, D]`` re-ordered by ``order [Q, D]`` (padding dropped)."""
+    """Run frame ``qid, docno, rank`` of candidates ``docnos [Q, D]`` re-ordered by ``order [Q, D]`` (padding
+    dropped)."""
     ranked = np.take_along_axis(docnos, order, axis=1)
     real = np.arange(ranked.shape[1]) < (docnos != "").sum(axis=1, keepdims=True)  # candidates come first
     q, r = np.nonzero(real)
@@ -49,7 +51,8 @@ def reranked_run(coll: Collection, docnos: np.ndarray, order: np.ndarray) -> pd.
 
 
 def collection_stats(coll: Collection, candidates: int) -> dict[str, float]:
-    """The card's numbers: sizes, per-query averages, official metrics of the initial run and of the ideal re-ranking."""
+    """The card's numbers: sizes, per-query averages, official metrics of the initial run and of the ideal
+    re-ranking."""
     from srdiv.metrics import evaluate_run, ideal_ranking, mean_measures
     from srdiv.metrics.names import HEADLINE
 

@@ -12,7 +12,7 @@ and in ``index.noun`` every such line is one lemma::
 Adjective words may carry a syntactic marker (``(a)``, ``(p)``, ``(ip)``),
 removed here. Satellite adjectives (``ss_type`` ``s``) live in ``data.adj``
 and are addressed with pos ``a`` like the other adjectives.
-"""
+"""  # noqa: E501 (the literal block above is one line of the file format)
 
 from __future__ import annotations
 
@@ -68,7 +68,8 @@ def _parse_synset(line: str) -> tuple[str, int, list[str], list[tuple[str, str, 
 def read_wordnet(wordnet_dir: str | Path) -> WordNet:
     """Parse ``data.{noun,verb,adj,adv}`` and ``index.noun`` under ``wordnet_dir``."""
     wordnet_dir = Path(wordnet_dir)
-    rows, ptr_rows = [], []
+    rows: list[tuple] = []
+    ptr_rows: list[tuple[int, str, str]] = []
     for pos, name in POS_FILES.items():
         path = wordnet_dir / f"data.{name}"
         for lineno, line in enumerate(_data_lines(path), start=1):

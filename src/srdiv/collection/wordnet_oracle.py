@@ -104,7 +104,7 @@ def oracle_suggestions(wn: WordNet, coll: Collection, cfg: WordnetDivConfig) -> 
     synsets = senses["synset"].to_numpy()
     levels = reach_by_depth(pointer_graph(wn, cfg.relevance_pointers), synsets, cfg.relevance_depth)
     reach = sum(levels[1:], levels[0]).tocsr()  # [senses, synsets]: the relevance closure
-    docs = coll.docs.assign(pagerank=pagerank(pointer_graph(wn), cfg.pagerank_damping))
+    docs = coll.docs_table().assign(pagerank=pagerank(pointer_graph(wn), cfg.pagerank_damping))
     share, idf, words = _profiles(wn, docs, synsets, reach)
     word_arr = np.array(words, dtype=object)
     vocab = {w: i for i, w in enumerate(words)}

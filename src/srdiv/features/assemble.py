@@ -134,7 +134,8 @@ class _Gaps:
     """What :func:`build_bundle` does with missing rows (``fill``: :data:`FILLS`), and those it filled."""
 
     def __init__(self, fill: str, files: dict[str, str]):
-        self.fill, self.files, self.filled = fill, files, []
+        self.fill, self.files = fill, files
+        self.filled: list[str] = []
 
     def __call__(self, missing: np.ndarray, total: int, what: str, source: str, first) -> None:
         """``missing`` [items] of ``total``: an error naming the first (``first(i)``), or zeros, recorded."""

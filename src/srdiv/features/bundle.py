@@ -12,9 +12,10 @@ are used only for training targets and model selection, never as model input.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
-from typing import ClassVar
+from typing import Any
 
 import numpy as np
 
@@ -77,15 +78,17 @@ class Bundle:
     label_mask: np.ndarray
     feature_names: list[str] = field(default_factory=list)
     div_feature_names: list[str] = field(default_factory=list)
-    filled: ClassVar[tuple[str, ...]] = ()
-    """What ``srdiv bundle --fill zero`` filled with zeros (``"3 of 120 candidates have no document vector:
-    zero"``): saved in the file (:data:`FILL_KEY`) as the record of it, not part of the arrays."""
+
+    def __post_init__(self) -> None:
+        self.filled: tuple[str, ...] = ()
+        """What ``srdiv bundle --fill zero`` filled with zeros (``"3 of 120 candidates have no document vector:
+        zero"``): saved in the file (:data:`FILL_KEY`) as the record of it, not part of the arrays (nor a field)."""
 
     def __len__(self) -> int:
         return len(self.qids)
 
     @property
-    def dims(self) -> "BundleDims":
+    def dims(self) -> BundleDims:
         """Sizes a model needs to build its layers."""
         return BundleDims(
             docs=self.doc_mask.shape[1], emb=self.doc_vec.shape[2], feats=self.rel_feat.shape[2],
@@ -93,7 +96,7 @@ class Bundle:
             subs2=self.sub2_mask.shape[1], subtopics=self.labels.shape[2],
         )
 
-    def select(self, rows: np.ndarray | list[int]) -> "Bundle":
+    def select(self, rows: np.ndarray | list[int]) -> Bundle:
         """The queries at ``rows`` (indices into axis 0)."""
         rows = np.asarray(rows, dtype=np.int64)
         return replace(self, qids=self.qids[rows], **{f: getattr(self, f)[rows] for f in ARRAY_FIELDS})
@@ -103,20 +106,19 @@ class Bundle:
         pos = {q: i for i, q in enumerate(self.qids)}
         return np.array([pos[q] for q in qids], dtype=np.int64)
 
-    def select_qids(self, qids) -> "Bundle":
+    def select_qids(self, qids) -> Bundle:
         """The queries named in ``qids`` (in that order)."""
         return self.select(self.rows(qids))
 
-    def truncate(self, n_docs: int) -> "Bundle":
+    def truncate(self, n_docs: int) -> Bundle:
         """Keep the top ``n_docs`` candidates of the initial run (e.g. 20 for training)."""
         n = min(n_docs, self.doc_mask.shape[1])
-        cut = dict(
-            docnos=self.docnos[:, :n], doc_mask=self.doc_mask[:, :n], doc_vec=self.doc_vec[:, :n],
+        return replace(
+            self, docnos=self.docnos[:, :n], doc_mask=self.doc_mask[:, :n], doc_vec=self.doc_vec[:, :n],
             rel_feat=self.rel_feat[:, :n], init_score=self.init_score[:, :n],
             sub_feat=self.sub_feat[:, :, :n], sub2_feat=self.sub2_feat[:, :, :n],
             div_feat=self.div_feat[:, :n, :n], labels=self.labels[:, :n],
         )
-        return replace(self, **cut)
 
     def to_torch(self, device=None) -> dict:
         """The arrays as torch tensors on ``device`` (``docnos`` stays out)."""
@@ -128,16 +130,17 @@ class Bundle:
         """Save as an uncompressed ``.npz`` (written atomically)."""
         from srdiv.io import atomic_path
 
+        arrays: dict[str, Any] = {   # the names of the file's arrays (Any: not np.savez's allow_pickle)
+            "qids": self.qids.astype(str), "feature_names": np.array(self.feature_names, dtype=str),
+            "div_feature_names": np.array(self.div_feature_names, dtype=str),
+            **({FILL_KEY: np.array(self.filled, dtype=str)} if self.filled else {}),
+            **{f: getattr(self, f).astype(str) if f == "docnos" else getattr(self, f) for f in ARRAY_FIELDS},
+        }
         with atomic_path(path) as tmp, open(tmp, "wb") as fh:
-            np.savez(
-                fh, qids=self.qids.astype(str), feature_names=np.array(self.feature_names, dtype=str),
-                div_feature_names=np.array(self.div_feature_names, dtype=str),
-                **({FILL_KEY: np.array(self.filled, dtype=str)} if self.filled else {}),
-                **{f: getattr(self, f).astype(str) if f == "docnos" else getattr(self, f) for f in ARRAY_FIELDS},
-            )
+            np.savez(fh, **arrays)
 
     @classmethod
-    def load(cls, path: str | Path) -> "Bundle":
+    def load(cls, path: str | os.PathLike) -> Bundle:
         """Load a bundle saved with :meth:`save` (no pickles are read); every numeric array must be
         finite and every array must have one row per query (:class:`~srdiv.io.InputError` otherwise).
         The arrays are read-only memory maps of the file: :meth:`select` copies the queries a job uses."""
@@ -149,14 +152,14 @@ class Bundle:
             check_finite(path, name, arrays[name])
             if arrays[name].ndim == 0 or len(arrays[name]) != n:
                 raise InputError(path, f"array '{name}' does not have one row per query ({n})")
-        arrays["feature_names"] = list(arrays["feature_names"])
-        arrays["div_feature_names"] = list(arrays["div_feature_names"])
-        bundle = cls(**arrays)
+        values: dict[str, Any] = {**arrays, "feature_names": list(arrays["feature_names"]),
+                                  "div_feature_names": list(arrays["div_feature_names"])}
+        bundle = cls(**values)
         bundle.filled = filled_in(path)
         return bundle
 
 
-def filled_in(path: str | Path) -> tuple[str, ...]:
+def filled_in(path: str | os.PathLike) -> tuple[str, ...]:
     """The record of what the bundle file ``path`` holds as zeros for missing rows (:attr:`Bundle.filled`)."""
     with np.load(path, allow_pickle=False) as z:
         return tuple(str(note) for note in z[FILL_KEY]) if FILL_KEY in z.files else ()
@@ -185,7 +188,7 @@ class FeatureScaler:
     div_std: np.ndarray
 
     @classmethod
-    def fit(cls, bundle: Bundle, rows: np.ndarray | None = None) -> "FeatureScaler":
+    def fit(cls, bundle: Bundle, rows: np.ndarray | None = None) -> FeatureScaler:
         """Mean and std over real candidates (query and suggestion features share one scaler), of the
         queries at ``rows`` (default: all); only the arrays it reads are copied."""
         def take(x):
@@ -243,8 +246,8 @@ def random_bundle(
     f32 = np.float32
     labels = (rng.random((queries, docs, subtopics)) < 0.35).astype(f32)
     labels *= doc_mask[:, :, None] * label_mask[:, None, :]
-    div = rng.random((queries, docs, docs, div_feats)).astype(f32)
-    div = (div + div.transpose(0, 2, 1, 3)) / 2
+    raw = rng.random((queries, docs, docs, div_feats)).astype(f32)
+    div = (raw + raw.transpose(0, 2, 1, 3)) / 2
     pair = doc_mask[:, :, None] & doc_mask[:, None, :]
     sub_w = sub_mask / sub_mask.sum(1, keepdims=True)
     parent = np.where(sub2_mask, np.arange(subs2)[None] % subs, -1)

@@ -20,9 +20,10 @@ For every pair of candidates of a query (the top ``rank_docs`` of the initial ru
 Links come from the optional ``links`` column of the documents (a list of
 docnos the document points to; for ``wordnet-div``, the synset's WordNet
 pointers play the role of hyperlinks when the collection carries them).
-Without the column ``link_sim`` is left out, with a warning. Without document text (the DSSA release) only ``subtopic_div`` can be
-computed, and only it is written. The table records which features it holds (:data:`RECORDED_FEATURES`),
-so one that lost a column later is refused rather than read as a smaller set.
+Without the column ``link_sim`` is left out, with a warning. Without document text (the DSSA release)
+only ``subtopic_div`` can be computed, and only it is written. The table records which features it
+holds (:data:`RECORDED_FEATURES`), so one that lost a column later is refused rather than read as a
+smaller set.
 
 Fallbacks: a missing or empty field is a zero vector, whose cosine with
 anything is 0 (diversity 1); a document without a vector is the zero vector.

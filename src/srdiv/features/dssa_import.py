@@ -51,7 +51,8 @@ def read_emb(path: str | os.PathLike) -> tuple[list[str], np.ndarray]:
     path = Path(path)
     if not path.exists():
         raise InputError(path, "file not found")
-    keys, rows = [], []
+    keys: list[str] = []
+    rows: list[np.ndarray] = []
     for number, line in enumerate(read_text(path).split("\n"), start=1):
         line = line.rstrip("\r")
         if not line:

@@ -16,8 +16,8 @@ thing everywhere:
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from functools import lru_cache
-from typing import Iterable
 
 STOPWORDS = frozenset(
     """

@@ -29,8 +29,8 @@ from __future__ import annotations
 import itertools
 import json
 import os
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 import numpy as np
 import pandas as pd
@@ -89,7 +89,7 @@ class FieldIndex:
 
     @classmethod
     def from_texts(cls, texts: Sequence[str], *, k1: float = 1.2, b: float = 0.75,
-                   mu: float = 2000.0) -> "FieldIndex":
+                   mu: float = 2000.0) -> FieldIndex:
         """Index ``texts`` (one per document, in document order)."""
         tokens = tokenize_many(texts)
         terms = pd.Index(sorted(set(itertools.chain.from_iterable(tokens))), dtype=object)
@@ -206,7 +206,7 @@ class FieldIndex:
             tmp.write_text(json.dumps({"k1": self.k1, "b": self.b, "mu": self.mu}))
 
     @classmethod
-    def from_dir(cls, path: str | os.PathLike) -> "FieldIndex":
+    def from_dir(cls, path: str | os.PathLike) -> FieldIndex:
         """Load an index saved by :meth:`to_dir`."""
         from srdiv.io import InputError
 

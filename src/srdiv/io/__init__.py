@@ -13,8 +13,20 @@ from srdiv.io.atomic import atomic_dir, atomic_path, atomic_set, check_output, s
 from srdiv.io.errors import InputError, check_finite, check_keys, first_misfit
 from srdiv.io.loaders import existing_file, load_npz, load_torch, read_json, read_parquet, read_tsv
 from srdiv.io.manifest import MANIFEST, TOOL_MARKS, claim, committed, digest, verify
-from srdiv.io.readers import BOM, HEADER_WORDS, LINE_END, TRAILING, check_utf8, integer_misfit, normal_id, \
-    normal_ids, read_text, refuse_header, text_bytes, text_lines
+from srdiv.io.readers import (
+    BOM,
+    HEADER_WORDS,
+    LINE_END,
+    TRAILING,
+    check_utf8,
+    integer_misfit,
+    normal_id,
+    normal_ids,
+    read_text,
+    refuse_header,
+    text_bytes,
+    text_lines,
+)
 
 __all__ = [
     "BOM", "HEADER_WORDS", "LINE_END", "MANIFEST", "TOOL_MARKS", "TRAILING", "InputError", "atomic_dir", "atomic_path",

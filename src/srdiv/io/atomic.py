@@ -5,8 +5,9 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Iterator
+from typing import TYPE_CHECKING
 
 from srdiv.io.errors import InputError
 from srdiv.io.manifest import _STAGING, _fresh_temp, _record, claim
@@ -53,40 +54,40 @@ def atomic_set(paths: list[str | os.PathLike], legacy: Callable[[Path], bool] | 
     ``legacy``); each new one is recorded, as a whole, in its directory's manifest. A path that is a
     symbolic link to a directory stands for that directory (the link stays; what it points to is replaced).
     """
-    paths = [Path(os.path.realpath(p)) if os.path.islink(p) and os.path.isdir(p) else Path(p) for p in paths]
-    twice = [p for i, p in enumerate(paths) if p.resolve() in {q.resolve() for q in paths[:i]}]
+    targets = [Path(os.path.realpath(p)) if os.path.islink(p) and os.path.isdir(p) else Path(p) for p in paths]
+    twice = [p for i, p in enumerate(targets) if p.resolve() in {q.resolve() for q in targets[:i]}]
     if twice:
         raise InputError(twice[0], "the same output is given twice; choose one path per output")
-    for path in paths:
+    for path in targets:
         claim(path, legacy)
     temps = []
     try:
-        for path in paths:
+        for path in targets:
             temps.append(_fresh_temp(path, directory=True))
             _STAGING.append(temps[-1].resolve())
-        news = [tmp / path.name for tmp, path in zip(temps, paths)]
-        olds = [tmp / f"{path.name}.old" for tmp, path in zip(temps, paths)]
+        news = [tmp / path.name for tmp, path in zip(temps, targets)]
+        olds = [tmp / f"{path.name}.old" for tmp, path in zip(temps, targets)]
         yield news
-        existed = [os.path.lexists(path) for path in paths]
-        for new, path, there in zip(news, paths, existed):
+        existed = [os.path.lexists(path) for path in targets]
+        for new, path, there in zip(news, targets, existed):
             if there and os.path.lexists(new) and path.is_dir() != new.is_dir():
                 raise InputError(path, f"output exists and is {'' if path.is_dir() else 'not '}a directory")
         undos = []
         try:
-            for new, path in zip(news, paths):
+            for new, path in zip(news, targets):
                 if os.path.lexists(new):
                     undos.append(_record(path, new))
-            for old, path, there in zip(olds, paths, existed):
+            for old, path, there in zip(olds, targets, existed):
                 if there:
                     os.replace(path, old)
-            for new, path in reversed(list(zip(news, paths))):
+            for new, path in reversed(list(zip(news, targets))):
                 if os.path.lexists(new):
                     os.replace(new, path)
         except BaseException:      # judged by what lies where: an interrupt may fall right after a rename
-            for new, old, path, there in zip(news, olds, paths, existed):
+            for new, old, path, there in zip(news, olds, targets, existed):
                 if os.path.lexists(path) and not os.path.lexists(new) and (os.path.lexists(old) or not there):
                     os.replace(path, new)        # a new one that had arrived leaves, the first first
-            for old, path in reversed(list(zip(olds, paths))):
+            for old, path in reversed(list(zip(olds, targets))):
                 if os.path.lexists(old):
                     os.replace(old, path)        # the old ones come back, the first last
             for undo in reversed(undos):

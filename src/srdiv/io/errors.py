@@ -35,7 +35,8 @@ def first_misfit(values, integer: bool, low: float = -np.inf, high: float = np.i
         import pandas as pd
 
         numbers = (array.astype(np.float64, copy=False) if array.dtype.kind == "f" else   # no per-value parsing
-                   pd.to_numeric(pd.Series(values, dtype=object), errors="coerce").to_numpy(np.float64, na_value=np.nan))
+                   pd.to_numeric(pd.Series(values, dtype=object), errors="coerce")
+                   .to_numpy(np.float64, na_value=np.nan))
         with np.errstate(invalid="ignore"):
             ok = np.isfinite(numbers) & (numbers >= low) & (numbers <= high)
             if integer:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 import numpy as np
 
@@ -98,7 +98,7 @@ def load_npz(path: str | os.PathLike, what: str, keys, mmap: bool = False) -> di
                 raise InputError(path, f"{what} lacks arrays {missing}")
             if not mmap:
                 return {k: z[k] for k in keys}
-            members = {k: z.zip.getinfo(f"{k}.npy") for k in keys}
+            members = {k: cast(zipfile.ZipFile, z.zip).getinfo(f"{k}.npy") for k in keys}
             return {k: _mapped_member(path, info) if info.compress_type == zipfile.ZIP_STORED else z[k]
                     for k, info in members.items()}
     except (OSError, ValueError, EOFError, zipfile.BadZipFile) as err:

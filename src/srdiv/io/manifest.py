@@ -9,8 +9,8 @@ import os
 import shutil
 import subprocess
 import tempfile
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Callable, Iterator
 
 from srdiv.io.errors import InputError
 
@@ -100,9 +100,10 @@ def _locked(folder: Path) -> Iterator[None]:
 def claim(path: str | os.PathLike, legacy: Callable[[Path], bool] | None = None) -> None:
     """Refuse to replace ``path`` unless srdiv wrote what lies there: its directory's manifest records
     ``path`` with the digest of its present content (so a file a user wrote, or changed since, is
-    never replaced, unless git holds the changed file as it is: a pull changed it); for a directory, every file in it (:func:`_claim_dir`). ``legacy``: whether an
-    unrecorded ``path`` is an output of an srdiv without manifests, recognised by its content (a
-    results README, a ``dvc.yaml``; for a directory, see :func:`_claim_dir`).
+    never replaced, unless git holds the changed file as it is: a pull changed it); for a directory,
+    every file in it (:func:`_claim_dir`). ``legacy``: whether an unrecorded ``path`` is an output of an
+    srdiv without manifests, recognised by its content (a results README, a ``dvc.yaml``; for a
+    directory, see :func:`_claim_dir`).
     """
     path = Path(path)
     if not os.path.lexists(path) or _staged(path):
@@ -148,16 +149,19 @@ def _claim_dir(folder: Path, legacy: Callable[[Path], bool] | None) -> None:
             foreign = _uncommitted(folder, files)
         if foreign is not None:
             raise InputError(folder / foreign, "srdiv did not write this file, and replaces a directory only when it "
-                                               "wrote every file in it: move it away or choose another output directory")
+                                               "wrote every file in it: move it away or choose another output "
+                                               "directory")
         return
     for name in files:
         recorded = record.get(prefix + name)
         if recorded is None:
             raise InputError(folder / name, "srdiv did not write this file, and replaces a directory only when it "
-                                            "wrote every file in it: move it away or choose another output directory")
+                                            "wrote every file in it: move it away or choose another output "
+                                            "directory")
         if digest(folder / name) not in recorded:
             raise InputError(folder / name, "was changed since srdiv wrote it; srdiv replaces a directory only when "
-                                            "it wrote every file in it: move it away or choose another output directory")
+                                            "it wrote every file in it: move it away or choose another output "
+                                            "directory")
 
 
 def committed(path: Path) -> bool:
@@ -173,10 +177,10 @@ def _uncommitted(folder: Path, files: list[str]) -> str | None:
                                  capture_output=True, timeout=60, check=True).stdout
     except (OSError, subprocess.SubprocessError):
         return files[0]
-    blobs = {}
+    blobs: dict[str, str] = {}
     for item in filter(None, listing.split(b"\0")):
-        meta, name = item.split(b"\t", 1)
-        blobs[os.fsdecode(name)] = meta.split()[1].decode()
+        meta, raw_name = item.split(b"\t", 1)
+        blobs[os.fsdecode(raw_name)] = meta.split()[1].decode()
     for name in files:
         path = folder / name
         data = os.fsencode(os.readlink(path)) if path.is_symlink() else path.read_bytes()

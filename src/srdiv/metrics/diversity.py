@@ -61,7 +61,8 @@ def _labels(ranked: np.ndarray) -> np.ndarray:
 
 
 def _at(cumulative: np.ndarray, k: int | None) -> np.ndarray:
-    """``[lists]`` value at cutoff ``k`` of a ``[lists, depth]`` cumulative sum (lists shorter than k keep their total)."""
+    """``[lists]`` value at cutoff ``k`` of a ``[lists, depth]`` cumulative sum (lists shorter than k keep their
+    total)."""
     n_lists, depth = cumulative.shape
     if k is not None and k < 1:
         raise ValueError(f"cutoff must be >= 1, got {k}")

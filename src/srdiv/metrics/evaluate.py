@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import os
 import re
-from typing import TYPE_CHECKING, Iterable, NamedTuple, Sequence
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
@@ -25,13 +26,15 @@ from srdiv.metrics.official import IdealValues, ideal_depth, official_metrics
 
 if TYPE_CHECKING:
     import pandas as pd
+    import pyarrow as pa
 
 MEASURES: list[str] = (
     [f"{name}@{k}" for name in CUTOFF_FAMILIES[:3] for k in CUTOFFS]
     + list(WHOLE_LIST)
     + [f"{name}@{k}" for name in CUTOFF_FAMILIES[3:] for k in CUTOFFS]
 )
-"""The official measures with ir_measures' names: alpha-nDCG, ERR-IA, nERR-IA @5/10/20, NRBP, nNRBP, P-IA, S-recall @5/10/20."""
+"""The official measures with ir_measures' names: alpha-nDCG, ERR-IA, nERR-IA @5/10/20, NRBP, nNRBP, P-IA,
+S-recall @5/10/20."""
 
 
 def measure_cutoffs(measures: list[str]) -> tuple[int, ...]:
@@ -52,7 +55,7 @@ class QrelsLabels(NamedTuple):
 
     qids: list[str]              # the judged topics, in qrels order
     n_subtopics: np.ndarray      # [topics] subtopics with a relevant document
-    docnos: Sequence             # the relevant documents, in byte order (Arrow text, or bytes)
+    docnos: pa.Array | Sequence  # the relevant documents, in byte order (Arrow text, or bytes)
     topic: np.ndarray            # index in qids
     doc: np.ndarray              # index in docnos
     col: np.ndarray              # the subtopic's position among its topic's, by sid
@@ -165,7 +168,7 @@ class DiversityEvaluator:
 
         docnos = self.docnos if isinstance(self.docnos, (pa.Array, pa.ChunkedArray)) else pa.array(self.docnos)
         return (_positions(ranking.qids, pa.array(self.qids, pa.large_string()))[ranking.topic],   # -1: not judged
-                _positions(ranking.docnos, docnos.cast(pa.large_string()))[ranking.doc])        # -1: relevant to nothing
+                _positions(ranking.docnos, docnos.cast(pa.large_string()))[ranking.doc])  # -1: relevant to nothing
 
     def values(self, topic: np.ndarray, doc: np.ndarray, rank: np.ndarray) -> np.ndarray:
         """``[topics, measures]`` values (topics as :attr:`qids`, measures as :attr:`measures`) of a ranked run.

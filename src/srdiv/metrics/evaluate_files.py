@@ -14,13 +14,16 @@ import argparse
 import os
 import sys
 from pathlib import Path
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
 from srdiv.metrics.diversity import distinct
 from srdiv.metrics.evaluate import MEASURES, DiversityEvaluator
 from srdiv.metrics.names import TIES, Measure, parse_measure
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 from srdiv.metrics.quick_read import Coded, Declined, quick_qrels, quick_run
 
 OUT_FORMATS = (".tsv", ".parquet", ".json")
@@ -66,7 +69,8 @@ def evaluate_files(qrels: Path, run: Path, measures: list[Measure], by_score: bo
         from srdiv.metrics.runs import read_qrels
 
         labels = qrels_labels(read_qrels(qrels))
-        labels = labels._replace(docnos=labels.docnos.to_pylist())
+        arrow: pa.Array = labels.docnos    # qrels_labels gives them as Arrow text
+        labels = labels._replace(docnos=arrow.to_pylist())
     groups: dict[tuple[float, float], list[Measure]] = {}
     for measure in measures:
         groups.setdefault((measure.alpha, measure.beta), []).append(measure)
@@ -180,7 +184,7 @@ def run_command(qrels: Path, run: Path, measures: list[str], per_query: bool = F
                 ties: str = "ndeval", places: int = 4, out: Path | None = None) -> None:
     """``srdiv evaluate QRELS RUN [MEASURES...]``: trec_eval's lines on standard output (unless ``out`` is
     standard output itself), the tie note on standard error, ``out`` in its format (:func:`write_values`)."""
-    problem = None
+    problem: tuple[str | Path, str] | None = None
     if ties not in TIES:
         problem = ("--ties", f"'{ties}' is not one of {', '.join(TIES)}")
     elif ties != "ndeval" and not by_score:
@@ -190,11 +194,13 @@ def run_command(qrels: Path, run: Path, measures: list[str], per_query: bool = F
     except ValueError as err:
         problem = problem or ("measure", str(err))
     problem = problem or next(((path, "file not found") for path in (qrels, run) if not path.is_file()), None)
-    if problem or out is not None:
-        from srdiv.io import InputError, check_output   # (here: its imports cost 10 ms of a 150 ms command)
+    if problem:
+        from srdiv.io import InputError  # (here: its imports cost 10 ms of a 150 ms command)
 
-        if problem:
-            raise InputError(*problem)
+        raise InputError(*problem)
+    if out is not None:
+        from srdiv.io import check_output
+
         out_format(out)
         check_output(out, [qrels, run])
     result = evaluate_files(qrels, run, parsed, by_score, ties)

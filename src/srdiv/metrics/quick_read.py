@@ -243,7 +243,8 @@ def quick_qrels(path: Path) -> QrelsLabels:
     """:class:`QrelsLabels` of a TREC diversity qrels file (``qid subtopic docno grade``), with
     :func:`srdiv.metrics.runs.read_qrels`' checks; :class:`Declined` where it would refuse the file or
     read it otherwise than this pass (then it reads it). Only the relevant lines are kept."""
-    qids, keys, parts = {}, [], []
+    qids: dict[bytes, int] = {}
+    keys, parts = [], []
     for block in _blocks(path, 4):
         topic, sid, docno = _codes(block.field(0), qids), _integers(block, 1, 0, INT32 - 1), block.field(2)
         relevant = _integers(block, 3, -128, 127) > 0
@@ -280,8 +281,8 @@ class Relevant(NamedTuple):
 
     words: np.ndarray
     hash: np.ndarray
-    index: np.ndarray    # each one's index in the evaluator's docnos
-    seen: np.ndarray     # [2**bits] whether a relevant docno's hash ends in these bits: most run documents stop here
+    position: np.ndarray   # each one's index in the evaluator's docnos
+    seen: np.ndarray       # [2**bits] whether a relevant docno's hash ends in these bits: most run documents stop here
 
     @classmethod
     def of(cls, docnos) -> Relevant:
@@ -308,7 +309,7 @@ class Relevant(NamedTuple):
         same = np.ones(len(maybe), bool)
         for i in range(max(len(words), len(self.words))):   # a missing word is zeros
             same &= (words[i, maybe] if i < len(words) else 0) == (self.words[i, at] if i < len(self.words) else 0)
-        doc[maybe[same]] = self.index[at[same]]
+        doc[maybe[same]] = self.position[at[same]]
         return doc
 
 
@@ -317,7 +318,8 @@ def quick_run(path: Path, evaluator: DiversityEvaluator, by_score: bool, ties: s
     orders it (by rank; ``by_score``: by score, equal scores by docno as ``ties`` says), with its checks;
     :class:`Declined` where it would refuse the file or read it otherwise than this pass."""
     relevant = Relevant.of(evaluator.docnos)
-    topics, parts = {}, []
+    topics: dict[bytes, int] = {}
+    parts = []
     for block in _blocks(path, 6):
         words = block.field(2)
         value, docno = _hash(words), _text(words)

@@ -15,8 +15,9 @@ Diversity qrels (``qid subtopic docno grade``, ndeval's format) are read here to
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Callable, Iterable, NamedTuple
+from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -24,8 +25,16 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pa_csv
 
-from srdiv.io import InputError, atomic_path, first_misfit, integer_misfit, normal_ids, read_parquet, \
-    refuse_header, text_bytes
+from srdiv.io import (
+    InputError,
+    atomic_path,
+    first_misfit,
+    integer_misfit,
+    normal_ids,
+    read_parquet,
+    refuse_header,
+    text_bytes,
+)
 from srdiv.metrics.names import TIES
 
 TREC_RUN_FIELDS = ("qid", "Q0", "docno", "rank", "score", "tag")
@@ -41,7 +50,7 @@ _IS_BLANK = bytes(c in BLANKS.encode() for c in range(256))
 
 
 def read_fields(path: str | os.PathLike, names: tuple[str, ...], keep: tuple[str, ...] | None = None) -> pd.DataFrame:
-    """Whitespace-separated text file -> string columns ``keep`` (default: all ``names``) plus each row's 1-based ``line``.
+    """Whitespace-separated text file -> string columns ``keep`` (default: all ``names``) and a 1-based ``line``.
 
     Lines end at ``\\n``, ``\\r\\n`` or ``\\r``; fields are separated by :data:`BLANKS`. Blank lines are
     skipped; a line with another number of fields than ``names``, or a file without any field, raises
@@ -55,8 +64,7 @@ def read_fields(path: str | os.PathLike, names: tuple[str, ...], keep: tuple[str
     if not any(blank in data for blank in (b"\t", b"\r", b"\v", b"\f")):
         try:   # a line of another width is refused; a run of spaces or a blank line gives an empty field
             table = pa_csv.read_csv(
-                pa.py_buffer(data),
-                read_options=pa_csv.ReadOptions(column_names=list(names), use_threads=False),
+                pa.py_buffer(data), read_options=pa_csv.ReadOptions(column_names=list(names), use_threads=False),
                 parse_options=pa_csv.ParseOptions(delimiter=" ", quote_char=False, escape_char=False,
                                                   double_quote=False, ignore_empty_lines=False),
                 convert_options=pa_csv.ConvertOptions(
@@ -84,8 +92,7 @@ def read_fields(path: str | os.PathLike, names: tuple[str, ...], keep: tuple[str
         raise InputError(path, f"expected {len(names)} fields ({' '.join(names)}), found {count[bad[0]]}",
                          int(bad[0]) + 1)
     # field i runs from its first byte to the next field's, the blanks after it trimmed
-    fields = pa.LargeStringArray.from_buffers(len(start), pa.py_buffer(np.append(start, len(data))),
-                                              pa.py_buffer(data))
+    fields = pa.LargeStringArray.from_buffers(len(start), pa.py_buffer(np.append(start, len(data))), pa.py_buffer(data))
     frame = pd.DataFrame({name: pc.utf8_rtrim(fields.take(np.arange(names.index(name), len(start), len(names))),
                                               characters=BLANKS).to_pandas()
                           for name in keep})
@@ -236,7 +243,7 @@ def rank_run(run: pd.DataFrame, path: str | os.PathLike = "<run>", qids: Iterabl
         _fail_at_first(run, path, pd.Series(pair).duplicated().to_numpy(),
                        lambda i: f"docno '{run['docno'].iloc[i]}' appears twice for qid '{run['qid'].iloc[i]}'")
     if "rank" in numbers:
-        keys = (numbers["rank"], topic)
+        keys: tuple[np.ndarray, ...] = (numbers["rank"], topic)
     else:
         by_docno = text_order(docnos)[doc]
         keys = (-by_docno if ties == "ndeval" else by_docno, -numbers["score"], topic)
@@ -323,7 +330,7 @@ def load_run(path: str | os.PathLike, by_score: bool = False) -> pd.DataFrame:
             raise InputError(path, f"run table needs qid, docno and score or rank; has {list(run.columns)}")
         run = run[[c for c in RUN_COLUMNS if c in run]]
         for column in ("qid", "docno"):      # a null is an error, not the text 'None'
-            _fail_at_first(run, path, run[column].isna().to_numpy(), lambda i: f"{column} is null")
+            _fail_at_first(run, path, run[column].isna().to_numpy(), lambda i: f"{column} is null")  # noqa: B023 (called now)
         run = run.astype({"qid": str, "docno": str})
         run["qid"] = normal_ids(run["qid"])
         for column in ("rank", "score"):

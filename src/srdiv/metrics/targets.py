@@ -8,7 +8,7 @@ lists (queries), ``D`` candidates, ``S`` subtopics, ``L`` ranking depth.
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 
@@ -42,7 +42,8 @@ def ranking_metric(name: str, alpha: float = ALPHA) -> Metric:
     """
     base, _, cut = name.partition("@")
     if not cut.isdigit() or base not in ("alpha_nDCG_cand", "alpha_DCG"):
-        hint = " (the sampling metric normalises over the candidates: alpha_nDCG_cand@k)" if base == "alpha_nDCG" else ""
+        hint = (" (the sampling metric normalises over the candidates: alpha_nDCG_cand@k)" if base == "alpha_nDCG"
+                else "")
         raise ValueError(f"unknown sampling metric '{name}' (use alpha_nDCG_cand@k or alpha_DCG@k){hint}")
     k = int(cut)
     if base == "alpha_DCG":

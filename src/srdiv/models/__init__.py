@@ -2,8 +2,16 @@
 ``srdiv.registry.MODELS`` (the names ``params.yaml`` rows give as ``model``). ``base`` holds what they
 share, ``ranking`` the batched inference that ranks a bundle's candidates with any of them."""
 
-from srdiv.models import initial, listmle, reference  # noqa: F401  (Initial; ListMLE; Random and Cosine orders)
-from srdiv.models import mmr, pm2, xquad  # noqa: F401  (the unsupervised baselines, with HxQuAD and HPM2)
-from srdiv.models import mdp_div, rltr  # noqa: F401  (R-LTR/PAMM, NTN, MDP-DIV)
-from srdiv.models import daletor  # noqa: F401  (DALETOR DNN, DIN, GSF scorers)
-from srdiv.models import desa, dssa  # noqa: F401
+from srdiv.models import (  # noqa: F401  (imported for their registrations)
+    daletor,  # DALETOR DNN, DIN, GSF scorers
+    desa,
+    dssa,
+    initial,  # Initial
+    listmle,  # ListMLE
+    mdp_div,  # MDP-DIV
+    mmr,  # the unsupervised baselines: MMR, PM2 and HPM2, xQuAD and HxQuAD
+    pm2,
+    reference,  # Random and Cosine orders
+    rltr,  # R-LTR/PAMM, NTN
+    xquad,
+)

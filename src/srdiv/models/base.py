@@ -18,7 +18,7 @@ index tensors into the D axis with -1 for padding.
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import ClassVar, Protocol
 
 import torch
 from torch import nn
@@ -92,7 +92,13 @@ def context_prefix_scores(model: DiversityModel, batch: Batch, rankings: torch.T
 
 
 @torch.no_grad()
-def greedy_rank(model: DiversityModel, batch: Batch) -> torch.Tensor:
+class ContextScorer(Protocol):
+    """What :func:`greedy_rank` needs of a model: :meth:`DiversityModel.context_scores`."""
+
+    def context_scores(self, batch: Batch, context: torch.Tensor, candidates: torch.Tensor) -> torch.Tensor: ...
+
+
+def greedy_rank(model: ContextScorer, batch: Batch) -> torch.Tensor:
     """Greedy sequential selection (DSSA Section 4.3.2), batched over queries and candidates.
 
     At step t every remaining candidate is scored after the t selected ones and

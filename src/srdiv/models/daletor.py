@@ -48,7 +48,7 @@ hidden layer of the tower and inside attention.
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 import torch

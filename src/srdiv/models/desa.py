@@ -34,6 +34,8 @@ Training (Section 3.5) uses :meth:`DESA.context_scores` with the sequence mask.
 
 from __future__ import annotations
 
+from typing import cast
+
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -83,7 +85,8 @@ class AttentionBlock(nn.Module):
 
     def keys(self, memory: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Keys and values ``[..., S, H, d/H]`` of ``memory [..., S, d]``."""
-        return tuple(self.split(z) for z in self.key_value(memory).chunk(2, dim=-1))
+        k, v = self.key_value(memory).chunk(2, dim=-1)
+        return self.split(k), self.split(v)
 
     def sublayers(self, x: torch.Tensor, attended: torch.Tensor) -> torch.Tensor:
         """Output projection, residual and LayerNorm, then the FFN sublayer (Eqs. 8-9), row by row."""
@@ -209,7 +212,7 @@ class DESA(DiversityModel):
         steps = torch.arange(depth, device=flat.device)
         causal = (steps[None, :] <= steps[:, None])[None] & (valid[:, None, :] | _eye(depth, flat.device))
         prefix = (steps[None, :] < steps[:, None])[rows_t]                    # [rows, L]: keys of the prefix
-        for i, block in enumerate(self.encoder):
+        for i, block in enumerate(cast("list[AttentionBlock]", self.encoder)):   # a ModuleList is untyped
             if i == 0:  # the first layer's inputs are the candidates' embeddings: project each once, then gather
                 q, (k, v) = block.split(block.query(h)), block.keys(h)        # [B, D, H, d/H]
                 q, k_self, v_self, k, v = q[row_at], k[row_at], v[row_at], k[seq_at], v[seq_at]
@@ -272,7 +275,7 @@ class DESA(DiversityModel):
         has_subs = sub_mask.any(dim=1)
         lists = group_list[group]
         keys_ok = (sub_mask | ~has_subs[:, None])[lists]                       # [rows, K]
-        for block in self.decoder:
+        for block in cast("list[AttentionBlock]", self.decoder):
             k, v = block.keys(h_sub[group_list])                              # [G, K, H, d/H]
             y = block.sublayers(y, _grouped_attention(block.split(block.query(y)), k, v, group, slot, n_slots,
                                                       keys_ok))

@@ -116,6 +116,7 @@ class SubtopicAttentionRanker(DiversityModel):
 
     sequential: ClassVar[bool] = True
     joint_softmax: ClassVar[bool] = False
+    beta: torch.Tensor      # the layer weights where a subclass keeps them as a buffer
 
     def __init__(
         self, dims: BundleDims, *, cell: str = "lstm", hidden: int = 50, attention: str = "general",
@@ -164,10 +165,12 @@ class SubtopicAttentionRanker(DiversityModel):
 
     def coverage(self, subs: Subtopics) -> torch.Tensor:
         """x_{d,i}^T w_p of every candidate, the signal max-pooled in Eq. (7): ``[B, T, D]``."""
+        assert self.w_p is not None   # called with max_pooling only
         return subs.project(self.w_p)
 
     def uncovered(self, subs: Subtopics) -> torch.Tensor:
         """log(1 - c(d, i)) of every candidate, summed over the selected ones (extension): ``[B, T, D]``."""
+        assert self.w_c is not None   # called with accumulate only
         return -F.softplus(subs.project(self.w_c))                          # log(1 - sigmoid(z)) = -softplus(z)
 
     def attention(self, h: torch.Tensor, subs: Subtopics, pooled: torch.Tensor | None) -> torch.Tensor:
@@ -178,6 +181,7 @@ class SubtopicAttentionRanker(DiversityModel):
         if pooled is not None:
             logits = logits + pooled                                         # Eq. (7)
         logits = logits + subs.weight.clamp_min(1e-30).log()[:, None]        # w_i exp(.), Eq. (8)
+        assert subs.layer is not None   # subtopics() returns stacked layers (_stack)
         scope = torch.zeros_like(subs.layer) if self.joint_softmax else subs.layer
         return _scoped_softmax(logits, subs.mask[:, None], scope) * self.layer_weights()[subs.layer]
 
@@ -207,7 +211,7 @@ class SubtopicAttentionRanker(DiversityModel):
             terms.append(_cols(self.uncovered(subs), sequences).cumsum(2))
         if not terms:
             return None
-        signal = sum(terms)
+        signal = sum(terms[1:], terms[0])
         return torch.cat([signal.new_zeros(*signal.shape[:2], 1), signal], 2).transpose(1, 2)
 
     def prefix_scores(self, batch: Batch, rankings: torch.Tensor) -> torch.Tensor:
@@ -252,7 +256,7 @@ class SubtopicAttentionRanker(DiversityModel):
         order = torch.full((n_queries, n_docs), -1, dtype=torch.long, device=mask.device)
         remaining = mask.clone()
         for t in range(int(mask.sum(1).max())):
-            added = pooled if acc is None else (acc if pooled is None else pooled + acc)
+            added: torch.Tensor | None = pooled if acc is None else (acc if pooled is None else pooled + acc)
             scores = _mix(self.attention(h, subs, added)[:, 0], rel)
             best = scores.masked_fill(~remaining, NEG_INF).argmax(1)
             active = remaining.any(1)

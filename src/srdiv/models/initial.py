@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 class InitialRanking(DiversityModel):
     """Returns the initial-run order; no parameters, nothing to train."""
 
-    def __init__(self, dims: "BundleDims"):
+    def __init__(self, dims: BundleDims):
         super().__init__()
 
     def list_scores(self, batch: Batch) -> torch.Tensor:

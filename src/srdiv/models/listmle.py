@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 class ListMLE(DiversityModel):
     """Linear relevance ``w^T x`` (score-and-sort). No params besides the bundle sizes."""
 
-    def __init__(self, dims: "BundleDims"):
+    def __init__(self, dims: BundleDims):
         super().__init__()
         self.linear = nn.Linear(dims.feats, 1, bias=False)
 

@@ -32,7 +32,7 @@ class MMR(PriorModel):
 
     WEIGHT_ENDS = {"lam": ("the redundancy penalty alone", "its relevance prior alone")}
 
-    def __init__(self, dims: "BundleDims", prior: "ListMLE", lam: float = 0.5, prob: str = "minmax"):
+    def __init__(self, dims: BundleDims, prior: ListMLE, lam: float = 0.5, prob: str = "minmax"):
         super().__init__(dims, prior, lam=lam, prob=prob)
 
     def context_scores(self, batch: Batch, context: torch.Tensor, candidates: torch.Tensor) -> torch.Tensor:

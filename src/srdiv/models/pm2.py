@@ -22,7 +22,7 @@ PM2.
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import torch
 
@@ -34,7 +34,7 @@ from srdiv.registry import MODELS
 def pm2_scores(layers: Sequence[Layer], mix: Sequence[float], lam: float,
                context: torch.Tensor, candidates: torch.Tensor) -> torch.Tensor:
     """The formula of the module docstring: context ``[B, L]``, candidates ``[B, M]`` -> ``[B, M]``."""
-    scores = 0.0
+    scores: torch.Tensor | float = 0.0
     for layer, a in zip(layers, mix):
         total = layer.probs.sum(1, keepdim=True)  # [B, 1, D]
         share = layer.probs / total.clamp(min=1e-12)  # [B, K, D]
@@ -44,6 +44,7 @@ def pm2_scores(layers: Sequence[Layer], mix: Sequence[float], lam: float,
         is_best = torch.zeros_like(quotient, dtype=torch.bool).scatter_(1, best, True)
         coef = torch.where(is_best, lam * quotient, (1.0 - lam) * quotient)
         scores = scores + a * (coef[..., None] * take_docs(layer.probs, candidates)).sum(1)
+    assert isinstance(scores, torch.Tensor)   # a model has at least one layer
     return scores
 
 

@@ -30,7 +30,7 @@ class RandomOrder(DiversityModel):
     ARG_RANGES = {"seed": "[0, 4294967295]"}
     """Allowed intervals of the constructor's arguments (:func:`srdiv.registry.check_args`)."""
 
-    def __init__(self, dims: "BundleDims", seed: int = 0):
+    def __init__(self, dims: BundleDims, seed: int = 0):
         super().__init__()
         self._generator = torch.Generator(device="cpu").manual_seed(seed)
 
@@ -43,7 +43,7 @@ class RandomOrder(DiversityModel):
 class CosineOrder(DiversityModel):
     """Candidates by ``cos(e_q, e_d)``; no parameters, nothing to train."""
 
-    def __init__(self, dims: "BundleDims"):
+    def __init__(self, dims: BundleDims):
         super().__init__()
 
     def list_scores(self, batch: Batch) -> torch.Tensor:

@@ -102,7 +102,7 @@ class PriorModel(DiversityModel):
 
     sequential: ClassVar[bool] = True
 
-    def __init__(self, dims: "BundleDims", prior: "ListMLE", lam: float = 0.5, prob: str = "softmax"):
+    def __init__(self, dims: BundleDims, prior: ListMLE, lam: float = 0.5, prob: str = "softmax"):
         super().__init__()
         if prob not in PROBS:
             raise ValueError(f"prob must be one of {PROBS}, got '{prob}'")
@@ -127,8 +127,9 @@ class ExplicitModel(PriorModel):
         return intent_layers(self.prior, batch, self.prob, levels=len(self.mix))
 
 
-class Hierarchical:
-    """Mixin for HxQuAD and HPM2: two intent levels mixed as ``alpha * level1 + (1 - alpha) * level2``.
+class Hierarchical(ExplicitModel):
+    """Base of HxQuAD and HPM2 (listed before their flat model): two intent levels mixed as
+    ``alpha * level1 + (1 - alpha) * level2``.
 
     ``alpha = 1`` is the flat model on level-1 suggestions; ``alpha = 0`` uses level 2 only.
     """
@@ -137,7 +138,7 @@ class Hierarchical:
     WEIGHT_ENDS = {"alpha": ("level-2 suggestions only", "level-1 suggestions only")}
     """Allowed intervals of the constructor's arguments (:func:`srdiv.registry.check_args`)."""
 
-    def __init__(self, dims: "BundleDims", prior: "ListMLE", lam: float = 0.5, alpha: float = 0.5,
+    def __init__(self, dims: BundleDims, prior: ListMLE, lam: float = 0.5, alpha: float = 0.5,
                  prob: str = "softmax"):
         super().__init__(dims, prior, lam=lam, prob=prob)
         if not 0.0 <= alpha <= 1.0:

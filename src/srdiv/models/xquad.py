@@ -21,7 +21,7 @@ candidate list by default).
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import torch
 
@@ -32,8 +32,9 @@ from srdiv.registry import MODELS
 
 def xquad_scores(p_query: torch.Tensor, layers: Sequence[Layer], mix: Sequence[float], lam: float,
                  context: torch.Tensor, candidates: torch.Tensor) -> torch.Tensor:
-    """The formula of the module docstring: ``p_query`` ``[B, D]``, context ``[B, L]``, candidates ``[B, M]`` -> ``[B, M]``."""
-    diversity = 0.0
+    """The formula of the module docstring: ``p_query`` ``[B, D]``, context ``[B, L]``, candidates ``[B, M]``
+    -> ``[B, M]``."""
+    diversity: torch.Tensor | float = 0.0
     for layer, a in zip(layers, mix):
         not_covered = (1.0 - take_docs(layer.probs, context)).prod(-1)  # [B, K]
         coverage = take_docs(layer.probs, candidates)  # [B, K, M]

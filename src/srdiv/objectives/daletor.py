@@ -30,7 +30,8 @@ ordering, :mod:`srdiv.objectives.mle`).
 
 from __future__ import annotations
 
-from typing import Any, Iterator, NamedTuple
+from collections.abc import Iterator
+from typing import Any, NamedTuple
 
 import numpy as np
 import torch

@@ -24,7 +24,8 @@ afresh each epoch: a compute budget, not part of the paper.
 
 from __future__ import annotations
 
-from typing import Iterator, NamedTuple
+from collections.abc import Iterator
+from typing import NamedTuple
 
 import numpy as np
 import torch

@@ -12,7 +12,8 @@ each position after the prefix of the ideal ranking above it
 
 from __future__ import annotations
 
-from typing import Any, Iterator, NamedTuple
+from collections.abc import Iterator
+from typing import Any, NamedTuple
 
 import numpy as np
 import torch

@@ -28,7 +28,8 @@ The rankings and their ``E`` come from the fold's samples
 
 from __future__ import annotations
 
-from typing import Iterator, NamedTuple
+from collections.abc import Iterator
+from typing import NamedTuple
 
 import numpy as np
 import torch
@@ -53,7 +54,8 @@ class Rankings(NamedTuple):
 
 def pamm_loss(model: DiversityModel, batch: Batch, pos: torch.Tensor, neg: torch.Tensor,
               pos_metric: torch.Tensor, neg_metric: torch.Tensor) -> torch.Tensor:
-    """The PAMM loss of ``B`` lists: ``pos [B, T+, L]``, ``neg [B, T-, L]`` rankings, metrics ``[B, T+]``, ``[B, T-]``."""
+    """The PAMM loss of ``B`` lists: ``pos [B, T+, L]``, ``neg [B, T-, L]`` rankings, metrics ``[B, T+]``,
+    ``[B, T-]``."""
     log_p = ranking_log_prob(model, batch, torch.cat([pos, neg], 1))
     log_pos, log_neg = log_p[:, :pos.shape[1], None], log_p[:, None, pos.shape[1]:]
     with torch.no_grad():

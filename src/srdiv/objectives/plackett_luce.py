@@ -25,7 +25,8 @@ from srdiv.models.base import NEG_INF, Batch, DiversityModel
 
 
 def ranking_log_prob(model: DiversityModel, batch: Batch, rankings: torch.Tensor) -> torch.Tensor:
-    """``log P(Y | X)`` of ``rankings`` ``[B, L]`` or ``[B, N, L]`` (indices into D, -1 padding) -> ``[B]`` / ``[B, N]``."""
+    """``log P(Y | X)`` of ``rankings`` ``[B, L]`` or ``[B, N, L]`` (indices into D, -1 padding) -> ``[B]`` /
+    ``[B, N]``."""
     n_lists, depth = rankings.shape[0], rankings.shape[-1]
     flat = rankings.reshape(n_lists, -1, depth)
     scores = model.prefix_scores(batch, flat)  # [B, N, L, D]

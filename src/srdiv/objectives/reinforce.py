@@ -41,7 +41,8 @@ training lists and of every bundle in ``monitor`` (e.g. the test queries).
 
 from __future__ import annotations
 
-from typing import Any, Iterator, NamedTuple
+from collections.abc import Iterator
+from typing import Any, NamedTuple, Protocol, cast
 
 import numpy as np
 import torch
@@ -56,6 +57,13 @@ from srdiv.registry import OBJECTIVES
 
 REWARDS = ("alpha_dcg", "s_recall")
 BASELINES = ("none", "mean")
+
+
+class Rollout(Protocol):
+    """A model REINFORCE trains: one that samples episodes (:meth:`srdiv.models.mdp_div.MDPDiv.rollout`)."""
+
+    def rollout(self, batch: Batch, generator: torch.Generator | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+        ...
 
 
 class Episodes(NamedTuple):
@@ -130,10 +138,11 @@ class Reinforce(Objective):
         for rows in super().batches(prepared, n_queries, batch_size, rng):
             yield Episodes(rows, int(rng.integers(2**62)))
 
-    def episode(self, model: DiversityModel, batch: Batch, seed: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    def episode(self, model: DiversityModel, batch: Batch,
+                seed: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """Sample one episode per list: ``order``, ``log pi(a_t|s_t)`` and rewards, each ``[B, D]``."""
         device = batch["doc_mask"].device
-        order, log_probs = model.rollout(batch, torch.Generator(device).manual_seed(seed))
+        order, log_probs = cast(Rollout, model).rollout(batch, torch.Generator(device).manual_seed(seed))
         labels = (batch["labels"] * batch["doc_mask"][..., None]).cpu().numpy()
         rewards = step_rewards(labels, order.cpu().numpy(), self.reward, self.alpha)
         self._sampled.append(alpha_dcg(ranked_labels(labels, order.cpu().numpy()), self.alpha))

@@ -22,7 +22,8 @@ class Check:
     of the record ``keys``, each with a list of such values), ``any``; ``alternatives`` accepts a
     value that passes one of them. ``nullable``: null is allowed (an overlay removing a row or key).
     ``retired``: keys of a record's old form, with the form that replaced them. ``what``: how
-    :meth:`describe` names the kind. ``above`` (``below``): the value must exceed ``low`` (stay under ``high``), not equal it.
+    :meth:`describe` names the kind. ``above`` (``below``): the value must exceed ``low`` (stay under ``high``),
+    not equal it.
     """
 
     kind: str
@@ -32,13 +33,19 @@ class Check:
     below: bool = False
     choices: tuple = ()
     pattern: str | None = None
-    items: "Check | None" = None
+    items: Check | None = None
     keys: dict = field(default_factory=dict)
     alternatives: tuple = ()
     nullable: bool = False
     nonempty: bool = False
     retired: dict = field(default_factory=dict)
     what: str = ""
+
+    @property
+    def each(self) -> Check:
+        """A list's or table's ``items`` check (the kinds built with one)."""
+        assert self.items is not None, f"a {self.kind} check without items"
+        return self.items
 
     def describe(self) -> str:
         if self.alternatives:
@@ -74,11 +81,14 @@ def _list(items: Check, nonempty: bool = True) -> Check:
     return Check("list", items=items, nonempty=nonempty)
 
 
-def _record(nullable_keys: bool = False, **keys: Check) -> Check:
-    """A mapping with these keys (``nullable_keys``: each may be null, as in a row that ``extends``)."""
-    if nullable_keys:
-        keys = {k: _nullable(c) for k, c in keys.items()}
+def _record(**keys: Check) -> Check:
+    """A mapping with these keys."""
     return Check("record", keys=keys)
+
+
+def _nullable_record(**keys: Check) -> Check:
+    """A mapping with these keys, each of which may be null (as in a row that ``extends``)."""
+    return _record(**{k: _nullable(c) for k, c in keys.items()})
 
 
 def _nullable(check: Check, nullable: bool = True) -> Check:
@@ -92,8 +102,9 @@ def _table(items: Check) -> Check:
 _BOOL, _ANY, _NAME = Check("bool"), Check("any"), _str()
 MEASURE_NAME = r"(alpha_nDCG|ERR_IA|nERR_IA|P_IA|StRecall)@0*[1-9]\d*|n?NRBP"
 """The measure names ``srdiv.metrics.evaluate`` computes (any cutoff >= 1; a test holds the two together)."""
-_MEASURE = Check(**{**_str(pattern=MEASURE_NAME).__dict__, "what": "a measure name (alpha_nDCG@20, ERR_IA@20, "
-                                                               "nERR_IA@20, P_IA@20, StRecall@20, NRBP, nNRBP; any cutoff)"})
+_MEASURE = Check(**{**_str(pattern=MEASURE_NAME).__dict__,
+                    "what": "a measure name (alpha_nDCG@20, ERR_IA@20, nERR_IA@20, P_IA@20, StRecall@20, NRBP, nNRBP; "
+                            "any cutoff)"})
 REPRESENTATIONS = ("doc2vec", "lda", "svd")
 """The document vectors ``srdiv embed`` writes (``<name>.parquet``), which a row or a dataset may read."""
 _REPRESENTATION = _str(*REPRESENTATIONS)
@@ -105,32 +116,31 @@ _SAMPLE_KEYS = dict(permutations=_int(0), draw=_str("prefixes", "per_length"), m
 OPTIMIZERS = {"adam": "Adam", "sgd": "SGD", "adagrad": "Adagrad"}
 """Optimiser names a row's ``optim.name`` may take, each with its ``torch.optim`` class (``srdiv.train.trainer``)."""
 _ARGS = _table(Check("any", nullable=True))                 # a registry class's keywords (checked by check_rows)
-_OPTIM_ARGS = _record(nullable_keys=True, lr=Check("number", 0, None, above=True), weight_decay=_num(0))
+_OPTIM_ARGS = _nullable_record(lr=Check("number", 0, None, above=True), weight_decay=_num(0))
 
 
 def _component(key: str, name: Check, args: Check) -> Check:
     """A row's ``{name, args}`` entry ``key``: a model, objective or optimiser name and its keywords."""
-    check = _record(nullable_keys=True, name=name, args=args)
+    check = _nullable_record(name=name, args=args)
     retired = {arg: f"write {key}: {{name: ..., args: {{{arg}: ...}}}}" for arg in args.keys}
     return Check(**{**check.__dict__, "what": "a mapping {name: ..., args: {...}}", "retired": retired})
 
 
-_RANGE = _record(nullable_keys=True, low=_num(), high=_num(), log=_BOOL, int=_BOOL,
+_RANGE = _nullable_record(low=_num(), high=_num(), log=_BOOL, int=_BOOL,
                  step=Check("number", 0, None, above=True))
 """A ``tune`` range ``{low, high, log, int, step}`` (its sense checked by :class:`srdiv.experiment.Dimension`)."""
 _TUNABLE = _record(model=_record(args=_ARGS), objective=_record(args=_ARGS), optim=_record(args=_OPTIM_ARGS),
                    train=_record(**_TRAIN_KEYS))
 """The values a row's ``tune`` may set, by their path in the row (``model.args.lam``, ``train.epochs``)."""
-_ROW = Check(**{**_record(
-    nullable_keys=True,
+_ROW = Check(**{**_nullable_record(
     extends=_NAME, variant_of=_NAME, variant=Check("str"),
     model=_component("model", _NAME, _ARGS), objective=_component("objective", _NAME, _ARGS),
     optim=_component("optim", _str(*OPTIMIZERS), _OPTIM_ARGS),
     group=_str("initial", "reference", "unsupervised", "implicit", "explicit"),
     representation=_REPRESENTATION,
-    train=_record(nullable_keys=True, **_TRAIN_KEYS),
+    train=_nullable_record(**_TRAIN_KEYS),
     tune=Check("paths", keys=_TUNABLE.keys),
-    samples=_record(nullable_keys=True, **_SAMPLE_KEYS),
+    samples=_nullable_record(**_SAMPLE_KEYS),
 ).__dict__, "nullable": True, "retired": {
     "params": "the model's keywords are model: {name: ..., args: {...}}",
     "objective_params": "the objective's keywords are objective: {name: ..., args: {...}}"}})
@@ -160,7 +170,8 @@ SCHEMA = Check(**{**_record(
     search=_record(trials=_int(1), batch=_int(1), startup=_int(0), pruner=_str("median", "halving")),
     models=_table(_ROW),
     report=_record(
-        reference=_NAME, alpha=Check("number", 0, 1, above=True, below=True), holm=_BOOL, main_measures=_list(_MEASURE), cutoff_measures=_list(_MEASURE),
+        reference=_NAME, alpha=Check("number", 0, 1, above=True, below=True), holm=_BOOL,
+        main_measures=_list(_MEASURE), cutoff_measures=_list(_MEASURE),
         ablations=_table(_TABLE_SPEC), per_position=_record(model=_NAME, baseline=_NAME),
         reference_runs=_table(_NAME), note=_NAME,
         sweeps=_table(_record(title=_NAME, x=_NAME, runs=_table(_num())))),
@@ -200,7 +211,7 @@ def _problems(value: Any, check: Check, key: str) -> list[str]:
     found: list[str] = []
     if check.kind == "list":
         for i, item in enumerate(value):
-            found += _problems(item, check.items, f"{key}[{i}]")
+            found += _problems(item, check.each, f"{key}[{i}]")
     elif check.kind == "record":
         for name, item in value.items():
             sub = f"{key}.{name}" if key else str(name)
@@ -215,7 +226,7 @@ def _problems(value: Any, check: Check, key: str) -> list[str]:
                 found += _problems(item, check.keys[name], sub)
     elif check.kind == "table":
         for name, item in value.items():
-            found += _problems(item, check.items, f"{key}.{name}")
+            found += _problems(item, check.each, f"{key}.{name}")
     elif check.kind == "paths":
         root = Check("record", keys=check.keys)
         for path, item in value.items():
@@ -241,7 +252,7 @@ def _leaf(check: Check, path: str) -> Check | None:
         if check.kind == "record" and part in check.keys:
             check = check.keys[part]
         elif check.kind == "table":
-            check = check.items
+            check = check.each
         else:
             return None
     return None if check.kind in ("record", "table") else check
@@ -252,7 +263,7 @@ def _paths(check: Check, prefix: str = "") -> list[str]:
     if check.kind == "record":
         return [p for name, sub in check.keys.items() for p in _paths(sub, f"{prefix}{name}.")]
     if check.kind == "table":
-        return _paths(check.items, f"{prefix}NAME.")
+        return _paths(check.each, f"{prefix}NAME.")
     return [prefix.rstrip(".")]
 
 

@@ -30,10 +30,36 @@ importable from ``srdiv.pyterrier``.
 """
 
 import srdiv.models  # noqa: F401  (registers every model)
-from srdiv.pyterrier.diversifiers import HPM2, MMR, PM2, Diversifier, HxQuAD, ScorePrior, XQuAD, slots, string_qid, \
-    suggestion_frame
-from srdiv.pyterrier.frames import ALL_MEASURES, CPU, MEASURES, RESULT_COLUMNS, as_collection, collection_name, \
-    described, folds_text, marked_table, qrels, ranked, require, result_columns, scored, topics, with_ranks
+from srdiv.pyterrier.diversifiers import (
+    HPM2,
+    MMR,
+    PM2,
+    Diversifier,
+    HxQuAD,
+    ScorePrior,
+    XQuAD,
+    slots,
+    string_qid,
+    suggestion_frame,
+)
+from srdiv.pyterrier.frames import (
+    ALL_MEASURES,
+    CPU,
+    MEASURES,
+    RESULT_COLUMNS,
+    as_collection,
+    collection_name,
+    described,
+    folds_text,
+    marked_table,
+    qrels,
+    ranked,
+    require,
+    result_columns,
+    scored,
+    topics,
+    with_ranks,
+)
 from srdiv.pyterrier.retrieval import InitialRun, Retriever
 from srdiv.pyterrier.trained import FoldModels, Relevance, TrainedModel
 

@@ -20,6 +20,7 @@ from srdiv.registry import MODELS
 from srdiv.text.documents import doc_positions
 from srdiv.text.embed import read_vectors
 
+
 def string_qid(qid: pd.Series, subtopic: pd.Series) -> pd.Series:
     """The qid a scorer sees for a query (``qid``) or one of its suggestions (``qid/subtopic``)."""
     return qid.where(subtopic == "", qid + "/" + subtopic)
@@ -58,7 +59,7 @@ class ScorePrior:
 class Diversifier(pt.Transformer):
     """Re-ranks each query's results with the srdiv model ``name`` (see the module docstring)."""
 
-    name: ClassVar[str]
+    name: str                                   # the srdiv model (pt.Transformer's name attribute, set per class)
     levels: ClassVar[int] = 1
     default_prob: ClassVar[str] = "softmax"     # named in the transformer's name only when another is given
 

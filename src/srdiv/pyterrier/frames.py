@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 import ir_measures
 import numpy as np
@@ -52,7 +52,8 @@ def topics(collection: Collection | str | os.PathLike) -> pd.DataFrame:
 
 def marked_table(table: pd.DataFrame, level: float = SIGNIFICANCE, digits: int = 3) -> pd.DataFrame:
     """``pt.Experiment``'s result -> ``name`` and each measure's mean to ``digits`` places (in :data:`ALL_MEASURES`'
-    order), as the report's tables write them: ▲ (▼) where the row's mean is above (below) the ``baseline``'s and its p-value is below ``level``.
+    order), as the report's tables write them: ▲ (▼) where the row's mean is above (below) the ``baseline``'s and
+    its p-value is below ``level``.
 
     The p-value is the one ``pt.Experiment`` computed (paired t-test), after its ``correction`` (e.g. ``"holm"``)
     when it made one; a row whose test has no p-value (no difference on any query) is not marked, nor is any row

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
@@ -13,9 +13,17 @@ from srdiv.collection.schema import Collection
 from srdiv.index.sparse import MODELS as RETRIEVAL_MODELS
 from srdiv.index.sparse import FieldIndex
 from srdiv.io import InputError
-from srdiv.pyterrier.frames import RESULT_COLUMNS, as_collection, collection_name, described, require, result_columns, \
-    scored
+from srdiv.pyterrier.frames import (
+    RESULT_COLUMNS,
+    as_collection,
+    collection_name,
+    described,
+    require,
+    result_columns,
+    scored,
+)
 from srdiv.text.documents import doc_positions, join_columns, load_docs
+
 
 class InitialRun(pt.Transformer):
     """A collection's first-stage run (its ``run`` table: the initial ranking its qrels were made for, the

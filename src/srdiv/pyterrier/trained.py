@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 import numpy as np
 import pandas as pd
@@ -20,6 +20,7 @@ from srdiv.pyterrier.diversifiers import string_qid
 from srdiv.pyterrier.frames import CPU, as_collection, folds_text, require, result_columns, scored, with_ranks
 from srdiv.train.trained import MODEL_FILE, Trained
 
+
 class FoldModels:
     """A trained row: ``<dir>/fold<k>/model.pt`` per trial, each query ranked by the model of the fold that
     tests it (as ``srdiv rank``), or one ``model.pt`` for every query."""
@@ -27,11 +28,15 @@ class FoldModels:
     def __init__(self, path: str | os.PathLike, collection: Collection | str | os.PathLike | None = None):
         path = Path(path)
         files = sorted(path.glob(f"fold*/{MODEL_FILE}"))
+        self.fold_of: dict[str, int] | None = None      # None: one model for every query
         if not files:
-            self.models, self.fold_of = {None: Trained.load(path)}, None
+            only = Trained.load(path)
+            assert only.record is not None   # Trained.load checked it
+            self.models: dict[int, Trained] = {only.record["fold"]: only}
             return
         self.models = {int(f.parent.name.removeprefix("fold")): Trained.load(f) for f in files}
         for fold, trained in self.models.items():
+            assert trained.record is not None   # Trained.load checked it
             if trained.record["fold"] != fold:      # a model of another fold has seen this fold's test queries
                 raise InputError(path / f"fold{fold}" / MODEL_FILE, f"a model of fold {trained.record['fold']}, "
                                                                     f"not of fold {fold}")
@@ -43,13 +48,12 @@ class FoldModels:
     def __str__(self) -> str:
         """``DSSA, folds 1-5``: the row and the folds it has models of."""
         trained = next(iter(self.models.values()))
-        folds = [trained.record["fold"]] if self.fold_of is None else list(self.models)
-        return f"{trained.spec.row}, {folds_text(folds)}"
+        return f"{trained.spec.row}, {folds_text(list(self.models))}"
 
     def groups(self, qids: Sequence[str], where: str) -> list[tuple[Trained, list[str]]]:
         """``(model, its queries)`` for ``qids``; a query no model tests is an :class:`InputError`."""
         if self.fold_of is None:
-            return [(self.models[None], list(qids))]
+            return [(next(iter(self.models.values())), list(qids))]
         fold = pd.Series([self.fold_of.get(q) for q in qids], index=list(qids), dtype=object)
         lost = [q for q, f in fold.items() if f not in self.models]
         if lost:
@@ -87,13 +91,13 @@ class Relevance(pt.Transformer):
         topic = rows["qid"].map(self.topic_of).fillna(rows["qid"])
         scores = np.zeros(len(inp))
         for trained, qids in self.models.groups(list(pd.unique(topic)), type(self).__name__):
-            model = trained.build()
-            if not hasattr(model, "relevance"):
+            relevance = getattr(trained.build(), "relevance", None)
+            if relevance is None:
                 raise InputError(type(self).__name__, f"row {trained.spec.row} has no relevance function")
             part = topic.isin(qids).to_numpy()
             z = (x[part] - trained.scaler.rel_mean) / trained.scaler.rel_std
             with torch.no_grad():
-                scores[part] = model.relevance(torch.as_tensor(z, dtype=torch.float32)).numpy()
+                scores[part] = relevance(torch.as_tensor(z, dtype=torch.float32)).numpy()
         return scored(inp, scores)
 
 

@@ -47,7 +47,8 @@ def build_tables(metrics: pd.DataFrame, params: dict) -> dict[str, Table]:
         if len(rows) < 2:  # a study that ran at most one of this table's rows: nothing to compare
             continue
         rows += published
-        ref = labels.get(spec.get("reference"), spec.get("reference"))
+        reference = spec.get("reference")
+        ref = labels.get(reference, reference) if reference is not None else None
         table = results_table(metrics, rows, [""] * len(rows), cfg.main_measures, spec.get("title", name), ref,
                               cfg.alpha, cfg.holm)
         if spec.get("note"):   # where rows differ in more than the one thing the table varies
@@ -233,7 +234,7 @@ def readme_head(name: str, n_queries: int, params_paths: list[Path], models_dir:
         *[f"- params file `{Path(p).as_posix()}`, hash `{params_hash(Path(p))}`" for p in params_paths],
         f"- report made at commit `{git_commit()}`",
         *training_commits(models_dir, specs),
-        f"- date (UTC): {dt.datetime.now(dt.timezone.utc).strftime('%Y-%m-%d %H:%M')}",
+        f"- date (UTC): {dt.datetime.now(dt.UTC).strftime('%Y-%m-%d %H:%M')}",
         f"- machine: {machine()}", "",
     ]
 

@@ -42,7 +42,8 @@ def _side(name: str, measure: str, results: Path) -> pd.Series:
 
 def compare(pairs: list[tuple[str, str]], measure: str = HEADLINE, results: Path = RESULTS) -> str:
     """A Markdown table: per pair, the two means, A - B, the paired t-test's p and the number of queries."""
-    lines = [f"| {measure}: A - B | A | B | difference | p (paired t-test) | queries |", "|---|---:|---:|---:|---:|---:|"]
+    lines = [f"| {measure}: A - B | A | B | difference | p (paired t-test) | queries |",
+             "|---|---:|---:|---:|---:|---:|"]
     for a, b in pairs:
         sides = {"A": _side(a, measure, results).dropna(), "B": _side(b, measure, results).dropna()}
         if set(sides["A"].index) != set(sides["B"].index):    # other queries: another collection, or a subset
@@ -73,4 +74,4 @@ def gain_shares(rows: list[str], realistic: str, oracle: str, base: str = "Initi
 
 
 if __name__ == "__main__":
-    print(compare([tuple(arg.split(":", 1)) for arg in sys.argv[1:]]))
+    print(compare([(row, path) for row, path in (arg.split(":", 1) for arg in sys.argv[1:])]))

@@ -9,8 +9,8 @@ released with their papers) join as rows of their own, each query in the fold th
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import pandas as pd
 
@@ -79,7 +79,7 @@ def reference_metrics(metrics: dict[str, Path], folds: pd.DataFrame, fold_ids: l
 
 
 def gather_metrics(models_dir: str | Path, params: dict,
-                   check: Callable[[Path, str, int], None] | None = None) -> pd.DataFrame:
+                   check: Callable[[Path, str, int], object] | None = None) -> pd.DataFrame:
     """Metrics of ``<models_dir>/<Row>/fold<k>/metrics.parquet`` for the rows and folds of ``params``.
 
     Rows are ``run_models`` (:func:`run_rows`); with a ``folds`` list every row must have every fold
@@ -90,7 +90,7 @@ def gather_metrics(models_dir: str | Path, params: dict,
     models_dir = Path(models_dir)
     rows = model_rows(params)
     folds = params.get("folds")
-    frames, labels = [], {}
+    frames, labels = [], dict[tuple[str, str], str]()
     for row in run_rows(params):
         entry = rows[row]
         label = (entry.get("variant_of", row), entry.get("variant", ""))

@@ -66,7 +66,7 @@ class Strings:
     frame: pd.DataFrame
 
     @classmethod
-    def of(cls, coll: Collection) -> "Strings":
+    def of(cls, coll: Collection) -> Strings:
         """The strings the text stages score (:func:`srdiv.text.pseudo_docs.query_strings`), then the subtopics."""
         strings = query_strings(coll)
         level = strings[["qid", "sugg_id"]].merge(coll.suggestions[["qid", "sugg_id", "level"]], how="left")["level"]

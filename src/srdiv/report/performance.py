@@ -10,7 +10,6 @@ from srdiv.io import InputError, read_tsv
 from srdiv.report.specs import RunSpec
 from srdiv.train.records import check_job, read_record
 
-
 JOB_RECORDS = ("hparams.json", "timings.json", "rank.json")
 """The records of a trained and ranked job the report reads."""
 
@@ -90,12 +89,12 @@ def performance_table(models_dir: Path | None, benchmarks_dir: Path | None, spec
                                "trained on": ", ".join(f"{device} ({n})" for device, n in devices),
                                "train s (median)": frame["train_seconds"].median(),
                                "rank ms/query (median)": frame["rank_ms_per_query"].median()})
-            ends = [_best_at_last_epoch(job["hparams.json"]) for job in jobs]
-            ends = [e for e in ends if e is not None]
+            ends = [e for e in (_best_at_last_epoch(job["hparams.json"]) for job in jobs) if e is not None]
             if ends:
                 record["best at last epoch"] = f"{sum(ends)}/{len(ends)}"
         if benchmarks_dir is not None:
-            bench = [read_tsv(p, ["s", "max_rss"], sep="\t") for p in sorted((benchmarks_dir / "train").glob(f"{spec.key}-fold*.tsv"))]
+            bench = [read_tsv(p, ["s", "max_rss"], sep="\t")
+                     for p in sorted((benchmarks_dir / "train").glob(f"{spec.key}-fold*.tsv"))]
             if bench:
                 frame = pd.concat(bench)
                 record.update({"job wall s (median)": frame["s"].median(), "peak RSS MB (max)": frame["max_rss"].max()})

@@ -24,7 +24,8 @@ def save(fig, out_stem: Path) -> list[Path]:
     for ext in ("png", "svg"):
         path = out_stem.with_suffix(f".{ext}")
         with atomic_path(path) as tmp:
-            fig.savefig(tmp, format=ext, dpi=120, bbox_inches="tight", metadata={"Date": None} if ext == "svg" else None)
+            fig.savefig(tmp, format=ext, dpi=120, bbox_inches="tight",
+                        metadata={"Date": None} if ext == "svg" else None)
         paths.append(path)
     plt.close(fig)
     return paths

@@ -55,7 +55,7 @@ class ReportConfig:
     note: str = ""          # what sets this setting's data apart, under its main and cut-off tables
 
     @classmethod
-    def from_params(cls, params: dict) -> "ReportConfig":
+    def from_params(cls, params: dict) -> ReportConfig:
         section = dict(params.get("report") or {})
         return cls(**section)
 

@@ -77,8 +77,7 @@ def _dimension(jobs: list[dict], name: str):
         return dim if dim.numeric or len(dim.values) > 1 else None
     values = {point[name] for h in jobs for point in (g["point"] for g in h["grid"]) if name in point}
     numeric = all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values)
-    values = sorted(values, key=None if numeric else str)
-    return Dimension(values=tuple(values)) if len(values) > 1 else None
+    return Dimension(values=tuple(sorted(values, key=None if numeric else str))) if len(values) > 1 else None
 
 
 def _short(value) -> str:
@@ -105,7 +104,7 @@ def _weight_meaning(hparams: dict, name: str) -> str:
     model = ((hparams.get("spec") or {}).get("model") or {}).get("name")
     if head != "model.args" or model not in MODELS.names():
         return ""
-    ends = {}
+    ends: dict[str, tuple[str, str]] = {}
     for klass in reversed(MODELS.get(model).__mro__):
         ends.update(getattr(klass, "WEIGHT_ENDS", {}))
     if leaf not in ends:
@@ -143,7 +142,8 @@ def tuning_note(info: TuningInfo) -> str:
     if budgets:
         lines.append(f"Search budget: {budgets}.")
     for meaning, labels in info.meanings.items():
-        lines.append(f"A mixing weight at an end is an answer, not a range too narrow ({', '.join(labels)}): {meaning}.")
+        lines.append(f"A mixing weight at an end is an answer, not a range too narrow ({', '.join(labels)}): "
+                     f"{meaning}.")
     flagged = ", ".join(info.flagged) or "none"
     lines.append(f"Rows choosing an edge of a learning-rate or size range on {EDGE_FOLDS} folds or more (search them "
                  f"again with a wider range): {flagged}.")

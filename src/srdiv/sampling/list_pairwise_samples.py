@@ -113,10 +113,10 @@ def _query_samples(labels: np.ndarray, mask: np.ndarray, ideal: np.ndarray, n_pe
     shared = _rankings(ideal, real, n_perms, rng) if prefixes else None
     origins, contexts = [], []
     for length in range(n - 1):
-        rankings = shared if prefixes else _rankings(ideal, real, n_perms, rng)
-        _, first = np.unique(rankings[:, :length], axis=0, return_index=True)
+        drawn = shared if shared is not None else _rankings(ideal, real, n_perms, rng)   # shared: prefixes
+        _, first = np.unique(drawn[:, :length], axis=0, return_index=True)
         origins.append(np.sort(first))
-        contexts.append(rankings[origins[-1], :length])
+        contexts.append(drawn[origins[-1], :length])
     remaining = [_remaining(ctx, real) for ctx in contexts]
     rankings = [np.concatenate([np.repeat(ctx[:, None], rem.shape[1], axis=1), rem[:, :, None]], axis=2)
                 for ctx, rem in zip(contexts, remaining)]
@@ -128,7 +128,7 @@ def _query_samples(labels: np.ndarray, mask: np.ndarray, ideal: np.ndarray, n_pe
         empty = np.zeros(0, int)
         return np.zeros((0, 0), int), empty, empty, np.zeros((0, 2), int), empty, np.zeros(0), np.zeros(0, bool)
     lengths = np.concatenate([np.full(len(p[0]), length) for length, p in enumerate(parts)])
-    if prefixes:
+    if shared is not None:
         sequences = shared
         context_sequence = np.concatenate([origin[p[0]] for origin, p in zip(origins, parts)])
     else:

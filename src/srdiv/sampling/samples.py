@@ -28,6 +28,7 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -56,7 +57,7 @@ class SampleSettings:
     pamm_metric: str = "alpha_nDCG_cand@20"
 
     @classmethod
-    def from_params(cls, params: dict, row: str | None = None) -> "SampleSettings":
+    def from_params(cls, params: dict, row: str | None = None) -> SampleSettings:
         """The ``samples`` section, with the ``samples`` overrides of ``models.<row>`` merged in."""
         return cls(**{**(params.get("samples") or {}), **row_overrides(params, row)})
 
@@ -100,12 +101,14 @@ class Samples:
 
     def save(self, path: str | Path) -> None:
         """Write ``path`` (compressed ``.npz``, about 3 MB for a TREC fold) atomically."""
+        arrays: dict[str, Any] = {   # the names of the file's arrays (Any: not np.savez's allow_pickle)
+            "qids": self.qids.astype(str), "meta": np.array(json.dumps(self.meta)),
+            **asdict(self.list_pairwise), **self.pamm}
         with atomic_path(path) as tmp, open(tmp, "wb") as fh:
-            np.savez_compressed(fh, qids=self.qids.astype(str), meta=np.array(json.dumps(self.meta)),
-                                **asdict(self.list_pairwise), **self.pamm)
+            np.savez_compressed(fh, **arrays)
 
     @classmethod
-    def load(cls, path: str | Path) -> "Samples":
+    def load(cls, path: str | Path) -> Samples:
         """Read a file written by :meth:`save`; a directory means its ``samples.npz``."""
         path = existing_file(path, SAMPLES_FILE, "samples file")
         lp_keys = [f.name for f in fields(ListPairwiseSamples)]

@@ -38,8 +38,8 @@ import os
 import signal
 import warnings
 import zlib
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 from unittest import mock
 
 import numpy as np
@@ -356,8 +356,8 @@ def _embed_into(docs: pd.DataFrame, params: dict, out_dir: Path) -> dict[str, fl
     import time
 
     from srdiv.index.analysis import tokenize_many
-    from srdiv.text.documents import TEXT_COLUMNS, join_columns
     from srdiv.index.sparse import count_matrix
+    from srdiv.text.documents import TEXT_COLUMNS, join_columns
 
     seed, times = params["seed"], {}
     texts = join_columns(docs, TEXT_COLUMNS)

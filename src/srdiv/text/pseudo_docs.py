@@ -53,8 +53,8 @@ def retrieve(docs: pd.DataFrame, texts: list[str], params: dict) -> np.ndarray:
 
     ``params``: the ``pseudo_docs`` section (``z``, ``field``) and BM25's ``k1``, ``b``.
     """
-    from srdiv.text.documents import FIELDS, join_columns
     from srdiv.index.sparse import FieldIndex
+    from srdiv.text.documents import FIELDS, join_columns
 
     field = params["field"]
     if field not in FIELDS:
@@ -81,10 +81,9 @@ def _pseudo_vectors_into(coll: Collection, docs: pd.DataFrame, embed_dir, params
     import time
 
     from srdiv.index.analysis import tokenize_many
-    from srdiv.text.documents import TEXT_COLUMNS, join_columns
-    from srdiv.text.embed import (infer_doc2vec, lda_terms, lda_topics, load_model, svd_vectors, warn_zero,
-                                  write_vectors)
     from srdiv.index.sparse import count_matrix
+    from srdiv.text.documents import TEXT_COLUMNS, join_columns
+    from srdiv.text.embed import infer_doc2vec, lda_terms, lda_topics, load_model, svd_vectors, warn_zero, write_vectors
 
     doc2vec, lda = load_model(embed_dir, "doc2vec"), load_model(embed_dir, "lda")
     strings = query_strings(coll)

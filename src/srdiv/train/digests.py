@@ -65,7 +65,7 @@ def _content_digest(parts: list[tuple[str, Any]]) -> str:
         elif isinstance(value, np.ndarray):
             digest.update(str((value.dtype, value.shape)).encode())
             # the array's own bytes, viewed, not copied (the same bytes as .tobytes())
-            digest.update(np.ascontiguousarray(value).reshape(-1).view(np.uint8) if value.dtype != object
+            digest.update(np.ascontiguousarray(value).reshape(-1).view(np.uint8).data if value.dtype != object
                           else str(list(value)).encode())
         else:
             digest.update(json.dumps(value, sort_keys=True, default=jsonable).encode())

@@ -5,8 +5,9 @@ from __future__ import annotations
 import multiprocessing
 import pickle
 import signal
-from multiprocessing.connection import wait
-from typing import Any, Callable
+from collections.abc import Callable
+from multiprocessing.connection import Connection, wait
+from typing import Any, cast
 
 import torch
 
@@ -20,7 +21,7 @@ def in_processes(task: Callable[[int], Any], n: int, workers: int) -> list:
     or is interrupted, the processes still running are stopped."""
     context = multiprocessing.get_context("fork")
     results: list = [None] * n
-    todo, running = list(range(n)), {}
+    todo, running = list(range(n)), dict[Connection, tuple[int, Any]]()
     try:
         while todo or running:
             while todo and len(running) < workers:
@@ -30,7 +31,7 @@ def in_processes(task: Callable[[int], Any], n: int, workers: int) -> list:
                 process.start()
                 send.close()
                 running[receive] = (i, process)
-            for receive in wait(list(running)):
+            for receive in cast(list[Connection], wait(list(running))):     # the ones of running that are ready
                 i, process = running.pop(receive)
                 try:
                     ok, value = pickle.loads(receive.recv_bytes())
@@ -51,14 +52,16 @@ def in_processes(task: Callable[[int], Any], n: int, workers: int) -> list:
 
 def _answer(task: Callable[[int], Any], i: int, send) -> None:
     """The forked process of :func:`in_processes`: ``task(i)`` on one thread, sent back with whether it
-    succeeded (an error of a user's module names it: :func:`srdiv.registry.culprit`). Ctrl-C is the parent's to answer; SIGTERM (from the parent stopping it) ends it quietly."""
+    succeeded (an error of a user's module names it: :func:`srdiv.registry.culprit`). Ctrl-C is the parent's to
+    answer; SIGTERM (from the parent stopping it) ends it quietly."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     torch.set_num_threads(1)
     try:
         answer = (True, task(i))
     except (Exception, SystemExit) as err:   # a user's component that calls sys.exit is an error, not an answer
-        err.culprit = culprit(err)           # which user's module raised it (its traceback is not sent back)
+        # which user's module raised it (its traceback is not sent back); setattr: exceptions declare no such field
+        setattr(err, "culprit", culprit(err))  # noqa: B010
         answer = (False, err)
     try:                # plain pickle: the tensors' bytes, not torch's shared-memory handles to this process
         message = pickle.dumps(answer)

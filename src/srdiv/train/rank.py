@@ -25,15 +25,16 @@ def rank_job(trained: Trained, bundle: Bundle, collection: Collection, fold: int
 
     The test candidates are standardised with the model's own (training-fold)
     scaler. ``rank.json`` holds ``rank_ms_per_query``, ``test_queries``,
-    ``device``, the model's record and the run's SHA-256 (``run``). Evaluation is a separate step (``srdiv evaluate --fold``).
+    ``device``, the model's record and the run's SHA-256 (``run``). Evaluation is a separate step
+    (``srdiv evaluate --fold``).
     """
     out = Path(out)
-    check_identity("--model-dir", trained.record)
-    if trained.record["fold"] != fold:
-        raise InputError("--model-dir", f"the model was trained for trial {trained.record['fold']}, whose training "
+    record = check_identity("--model-dir", trained.record)
+    if record["fold"] != fold:
+        raise InputError("--model-dir", f"the model was trained for trial {record['fold']}, whose training "
                                         f"queries include the test queries of trial {fold}: rank it on its own fold")
     _check_dims(trained, bundle.dims, "--bundle")
-    if bundle_digest(bundle) != trained.record["bundle"]:
+    if bundle_digest(bundle) != record["bundle"]:
         raise InputError("--bundle", f"the model of row {trained.spec.row} was trained on another bundle")
     check_job_dir(out, trained.spec.row, fold, (RUN_FILE, "rank.json"))
     settings = trained.spec.train

@@ -19,8 +19,8 @@ import hashlib
 import json
 import math
 import re
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 import pandas as pd
 
@@ -104,12 +104,13 @@ def check_run_file(directory: Path, rank: dict) -> None:
                               "rank it again")
 
 
-def check_identity(where: str | Path, record: dict | None) -> None:
-    """A model's record (:data:`IDENTITY`) is there and whole; else one error naming ``where``."""
+def check_identity(where: str | Path, record: dict | None) -> dict:
+    """A model's record (:data:`IDENTITY`) is there and whole (returned); else one error naming ``where``."""
     if not isinstance(record, dict):
         raise InputError(where, "the model records no row, fold and fingerprints (trained by an earlier srdiv): "
                                 "train it again")
     _check(Path(str(where)), record, IDENTITY, "record.")
+    return record
 
 
 def identity(record: dict) -> dict:

@@ -12,9 +12,9 @@ import inspect
 import json
 import os
 import sys
+from collections.abc import Sequence
 from importlib.metadata import entry_points
 from pathlib import Path
-from typing import Sequence
 
 from srdiv.experiment import model_spec, model_specs
 from srdiv.io import InputError
@@ -43,7 +43,7 @@ def keywords(cls: type) -> set[str] | None:
     for klass in cls.__mro__:
         if "__init__" not in vars(klass) or klass in (object, torch.nn.Module):
             continue
-        params = list(inspect.signature(klass.__init__).parameters.values())[1:]
+        params = list(inspect.signature(vars(klass)["__init__"]).parameters.values())[1:]
         names |= {p.name for p in params if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)} - {"dims"}
         if not any(p.kind == p.VAR_KEYWORD for p in params):
             return names
@@ -73,7 +73,7 @@ def check_rows(params: dict, rows: Sequence[str], where: str | Sequence[str | Pa
                       sources[0][0] if sources else str(where))
 
         def fail(key: str, err: Exception) -> InputError:
-            return InputError(source, f"models.{row}.{key}: {err.args[0] if err.args else err}")
+            return InputError(source, f"models.{row}.{key}: {err.args[0] if err.args else err}")  # noqa: B023 (called in this iteration)
         try:
             spec = model_spec(params, row)
             corners = spec.corners()        # the space parses (a bad range names its key)
@@ -88,8 +88,10 @@ def check_rows(params: dict, rows: Sequence[str], where: str | Sequence[str | Pa
             known = keywords(cls) if cls is not None else set()
             unknown = sorted(given - known) if known is not None else []
             if unknown:
+                assert known is not None   # unknown: found against the known keywords
                 raise InputError(source, f"models.{row}.{section}.args: {cls.__name__ if cls else 'no objective'} "
-                                         f"takes no {', '.join(unknown)} (it takes {', '.join(sorted(known)) or 'none'})")
+                                         f"takes no {', '.join(unknown)} "
+                                         f"(it takes {', '.join(sorted(known)) or 'none'})")
         for point in corners:
             at = spec.at(point)
             try:
@@ -97,6 +99,7 @@ def check_rows(params: dict, rows: Sequence[str], where: str | Sequence[str | Pa
             except ValueError as err:
                 raise fail("model.args", err) from None
             if objective is not None:       # objectives are cheap to build: their values are checked here too
+                assert at.objective is not None   # spec.at keeps the row's objective
                 try:
                     objective(**at.objective.args)
                 except (TypeError, ValueError) as err:
@@ -142,8 +145,8 @@ def _memo_key(params: dict, rows: Sequence[str]) -> str:
     srdiv, the files of the modules an ``import:`` list registered (:data:`srdiv.registry.USER_MODULES`) and
     the installed :data:`~srdiv.registry.ENTRY_POINT_GROUP` entry points with their versions."""
     digest = hashlib.sha256(json.dumps([params, list(rows)], default=repr).encode())
-    users = {getattr(sys.modules.get(name), "__file__", None) for name in USER_MODULES} - {None}
-    files = sorted(SRC.rglob("*.py")) + sorted(Path(file) for file in users)
+    users = {getattr(sys.modules.get(name), "__file__", None) for name in USER_MODULES}
+    files = sorted(SRC.rglob("*.py")) + sorted(Path(file) for file in users if file is not None)
     for file in files:
         digest.update(f"\0{file}\0".encode())
         digest.update(file.read_bytes())

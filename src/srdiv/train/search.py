@@ -21,9 +21,10 @@ epochs 1, 3, 9, ...).
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, cast
 
 import optuna
 from optuna.distributions import CategoricalDistribution, FloatDistribution, IntDistribution
@@ -53,9 +54,10 @@ def distribution(dim: Dimension):
     """The Optuna distribution of a range."""
     if dim.values:
         return CategoricalDistribution(list(dim.values))
+    low, high = dim.bounds()
     if dim.integer:
-        return IntDistribution(int(dim.low), int(dim.high), log=dim.log, step=int(dim.step or 1))
-    return FloatDistribution(dim.low, dim.high, log=dim.log, step=dim.step)
+        return IntDistribution(int(low), int(high), log=dim.log, step=int(dim.step or 1))
+    return FloatDistribution(low, high, log=dim.log, step=dim.step)
 
 
 def make_pruner(settings: SearchSettings) -> optuna.pruners.BasePruner:
@@ -128,6 +130,7 @@ class Search:
         self.exhaustive = grid is not None and (not trained or len(grid) <= self.settings.trials)
         paper = spec.paper_point()
         if self.exhaustive:
+            assert grid is not None   # exhaustive: a lists-only space
             self.fixed = ([paper] if paper in grid else []) + [p for p in grid if p != paper]
             self.n_trials = len(grid)
         else:
@@ -222,7 +225,7 @@ class Search:
     def best(self) -> FrozenTrial | None:
         """The completed trial of the highest score, the first of equals (None: none completed)."""
         done = [t for t in self.trials() if t.state == TrialState.COMPLETE]
-        return max(done, key=lambda t: t.value) if done else None
+        return max(done, key=lambda t: cast(float, t.value)) if done else None   # a completed trial has a value
 
     def summary(self) -> dict[str, Any]:
         """The search as ``hparams.json`` records it."""

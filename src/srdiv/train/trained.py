@@ -1,4 +1,5 @@
-"""A trained model as ``model.pt`` holds it (:class:`Trained`), and the model a row's spec builds (:func:`build_model`)."""
+"""A trained model as ``model.pt`` holds it (:class:`Trained`), and the model a row's spec builds
+(:func:`build_model`)."""
 
 from __future__ import annotations
 
@@ -38,7 +39,7 @@ class Trained:
     dims: BundleDims
     state: dict
     scaler: FeatureScaler
-    prior: "Trained | None" = None
+    prior: Trained | None = None
     record: dict | None = None
     """What the model is (:data:`srdiv.train.records.IDENTITY`: row, fold, fingerprints of its settings,
     bundle and training data); None only for a model not trained by :func:`run_job`."""
@@ -49,7 +50,7 @@ class Trained:
                 "prior": self.prior.to_dict() if self.prior else None, "record": json.dumps(self.record)}
 
     @classmethod
-    def from_dict(cls, saved: dict) -> "Trained":
+    def from_dict(cls, saved: dict) -> Trained:
         spec = ModelSpec.from_dict(json.loads(saved["spec"]))
         scaler = FeatureScaler(**{k: v.numpy() for k, v in saved["scaler"].items()})
         prior = cls.from_dict(saved["prior"]) if saved["prior"] else None
@@ -69,7 +70,7 @@ class Trained:
     def check_registered(self, where: str | Path) -> None:
         """The model of this row (and of its prior) is registered in this process; else one :class:`InputError`
         naming the model, its row and how to register it (a user's model trained with an ``import:`` list)."""
-        trained = self
+        trained: Trained | None = self
         while trained is not None:
             name = trained.spec.model.name
             if name not in MODELS.names():
@@ -80,7 +81,7 @@ class Trained:
             trained = trained.prior
 
     @classmethod
-    def load(cls, path: str | Path) -> "Trained":
+    def load(cls, path: str | Path) -> Trained:
         """Read ``path`` (``model.pt``, or a job directory holding one)."""
         path = existing_file(path, MODEL_FILE, "trained model")
         saved = load_torch(path, "trained model (model.pt of srdiv train)")
@@ -95,10 +96,10 @@ class Trained:
         if bad:
             raise InputError(path, f"the model's {bad} holds values that are not finite (NaN or infinite)")
         verify(path, "trained model")
-        check_identity(path, trained.record)
+        record = check_identity(path, trained.record)
         if (path.parent / "hparams.json").is_file() and \
-                identity(read_record(path.parent / "hparams.json")) != identity(trained.record):
-            raise InputError(path, f"a model of row {trained.record['row']} fold {trained.record['fold']} other than "
+                identity(read_record(path.parent / "hparams.json")) != identity(record):
+            raise InputError(path, f"a model of row {record['row']} fold {record['fold']} other than "
                                    "the one its directory's hparams.json records (copied from another job?)")
         return trained
 

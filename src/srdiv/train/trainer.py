@@ -20,9 +20,10 @@ from __future__ import annotations
 import math
 import sys
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -107,7 +108,7 @@ class Trainer:
         optimizer = make_optimizer([p for p in model.parameters() if p.requires_grad], self.optim)
         batch_rng = np.random.default_rng([self.seed, 2])
         torch.manual_seed(self.seed)
-        state = {"epoch": 0, "best_valid": -math.inf, "best_epoch": 0, "best_state": _copy_state(model),
+        state: dict[str, Any] = {"epoch": 0, "best_valid": -math.inf, "best_epoch": 0, "best_state": _copy_state(model),
                  "bad_epochs": 0, "curve": [], "done": False}
         saved = self._load()
         if saved is not None:

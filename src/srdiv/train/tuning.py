@@ -29,9 +29,10 @@ import math
 import shutil
 import sys
 import time
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -70,7 +71,7 @@ class FoldData:
     scaler: FeatureScaler
 
     @classmethod
-    def make(cls, bundle: Bundle, split: FoldSplit, settings: TrainSettings, train: bool = True) -> "FoldData":
+    def make(cls, bundle: Bundle, split: FoldSplit, settings: TrainSettings, train: bool = True) -> FoldData:
         """Training queries with their top ``train_docs``, validation queries with their top ``rank_docs``.
         Without ``train`` (a row that trains nothing) the scaler reads the training queries' feature arrays
         and no training copy is made (``train`` is None): the same scaler, less memory."""
@@ -227,13 +228,15 @@ class Trials:
         trainer = Trainer(point_spec.train, point_spec.optim, device, seed, self.out / "tune" / f"point{i}.pt",
                           checkpoint_key(point_spec, seed, fold, self.inputs), self.callbacks, self.progress,
                           desc=f"{spec.row} fold{fold} trial {i + 1}/{self.n_trials}", monitors=[pruning])
+        assert data.train is not None   # FoldData.make keeps it for a row with an objective
         try:
             fit = trainer.fit(model, objective, data.train, self.validate)
         except Pruned as stop:
             curve = curve_frame([{"epoch": e, "loss": math.nan, "valid": v, "seconds": math.nan}
                                  for e, v in sorted(pruning.values.items())])
             tuned = TunedPoint(planned.point, point_spec, max(pruning.values.values()),
-                               max(pruning.values, key=pruning.values.get), {}, curve, number=i, pruned_at=stop.epoch)
+                               max(pruning.values, key=pruning.values.__getitem__), {}, curve, number=i,
+                               pruned_at=stop.epoch)
             info = {**tuned.info(), "pruned_at": stop.epoch}
             return tuned, Outcome(pruning.values[stop.epoch], pruning.values, stop.epoch, pruning.attrs, info), 0, 0.0
         tuned = TunedPoint(planned.point, point_spec, fit.valid, fit.epoch, _cpu_state(model), fit.curve, fit.diverged,
@@ -314,11 +317,11 @@ def _check_prior_record(prior: Trained | None, fold: int, bundle: str | None = N
     """The prior was trained for this trial (and, given its fingerprint, on this bundle)."""
     if prior is None:
         return
-    check_identity("--prior", prior.record)
-    if prior.record["fold"] != fold:
-        raise InputError("--prior", f"the prior was trained for trial {prior.record['fold']}, not {fold}: its "
+    record = check_identity("--prior", prior.record)
+    if record["fold"] != fold:
+        raise InputError("--prior", f"the prior was trained for trial {record['fold']}, not {fold}: its "
                                     "training queries include this trial's test queries")
-    if bundle is not None and prior.record["bundle"] != bundle:
+    if bundle is not None and record["bundle"] != bundle:
         raise InputError("--prior", f"the prior '{prior.spec.row}' was trained on another bundle")
 
 
