@@ -28,8 +28,8 @@ from srdiv.collection.schema import Collection
 from srdiv.features.bundle import Bundle
 from srdiv.features.diversity import RECORDED_FEATURES
 from srdiv.features.relevance import candidate_matrix, candidates, warn_missing
-from srdiv.text.defaults import FeatureSettings
 from srdiv.io import InputError, check_keys, read_parquet
+from srdiv.text.defaults import FeatureSettings
 from srdiv.text.documents import doc_positions
 
 Vectors = tuple[pd.DataFrame, np.ndarray]
