@@ -86,9 +86,11 @@ unlock: $(STAMP)
 trec: $(STAMP)
 	$(SMK) --configfile params.yaml config/trec-web.yaml $(CONFIG)
 
-## the test suite less the end-to-end tests marked slow
+## the test suite less the end-to-end tests marked slow, over one pytest-xdist worker per core (TEST_WORKERS=4 for
+## four, TEST_WORKERS=0 in this process); a module's tests stay in one worker, in order, with its fixtures
+TEST_WORKERS ?= auto
 test: $(STAMP)
-	$(BIN)/pytest -q -m "not slow"
+	$(BIN)/pytest -q -m "not slow" -n $(TEST_WORKERS) --dist loadfile
 
 ## the end-to-end tests marked slow: the smoke DAG through Snakemake and DVC, a training killed and resumed
 ## through the CLI, the committed collections rebuilt from their sources (CI runs both targets)
