@@ -63,9 +63,11 @@ unlock: $(STAMP)
 trec: $(STAMP)
 	$(SMK) --configfile params.yaml config/trec-web.yaml $(CONFIG)
 
-## the test suite less the end-to-end tests marked slow
+## the test suite less the end-to-end tests marked slow, over one pytest-xdist worker per core (TEST_WORKERS=4 for
+## four, TEST_WORKERS=0 in this process); a module's tests stay in one worker, in order, with its fixtures
+TEST_WORKERS ?= auto
 test: $(STAMP)
-	$(BIN)/pytest -q -m "not slow"
+	$(BIN)/pytest -q -m "not slow" -n $(TEST_WORKERS) --dist loadfile
 
 ## ruff (its rules in pyproject.toml) and mypy on the package
 lint: $(STAMP)

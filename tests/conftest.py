@@ -9,18 +9,27 @@ import signal
 import warnings
 
 import pytest
+import torch
 
 from helpers import DSSA_SAMPLE, TREC_WEB
 
+# The test process computes on one thread (its children keep torch's default): the tests' tensors are tiny, so a
+# second thread only waits on the first, many times slower on a busy machine; and `make test` runs one pytest-xdist
+# worker per core.
+torch.set_num_threads(1)
+
 
 @pytest.fixture(autouse=True)
-def _signal_handlers():
-    """Tests that call ``srdiv.cli.main.main`` in-process install its SIGINT/SIGTERM handlers; restore them after
-    each test so that no later test (or the worker processes it forks) inherits them."""
+def _process_state():
+    """Tests that call ``srdiv.cli.main.main`` in-process install its SIGINT/SIGTERM handlers and may set torch's
+    threads (``srdiv train --threads``); restore both after each test so that no later test (or the worker
+    processes it forks) inherits them."""
     saved = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+    threads = torch.get_num_threads()
     yield
     for sig, handler in saved.items():
         signal.signal(sig, handler)
+    torch.set_num_threads(threads)
 
 
 @pytest.fixture(scope="session")

@@ -36,13 +36,19 @@ def ndeval_name(measure: str) -> str:
     return NDEVAL_NAMES[base] + (f"@{k}" if k else "")
 
 
-def ndeval(run: pd.DataFrame, qrels: pd.DataFrame, measures=MEASURES, beta=0.5) -> pd.DataFrame:
-    """The oracle: pyndeval on the run in our order (scores = -rank, so no ties to break differently)."""
-    ranked = order_run(run)
-    evaluator = pyndeval.RelevanceEvaluator(
+def ndeval_evaluator(qrels: pd.DataFrame, measures=MEASURES, beta=0.5):
+    """pyndeval's evaluator of ``qrels``: most of an oracle call's time, so a test of many runs builds it once."""
+    return pyndeval.RelevanceEvaluator(
         [pyndeval.SubtopicQrel(q, s, d, int(g)) for q, s, d, g in
          qrels[["qid", "sid", "docno", "grade"]].itertuples(index=False)],
         [ndeval_name(m) for m in measures], beta=beta)
+
+
+def ndeval(run: pd.DataFrame, qrels, measures=MEASURES, beta=0.5) -> pd.DataFrame:
+    """The oracle: pyndeval on the run in our order (scores = -rank, so no ties to break differently);
+    ``qrels`` a frame, or its :func:`ndeval_evaluator` for these ``measures`` and ``beta``."""
+    ranked = order_run(run)
+    evaluator = qrels if isinstance(qrels, pyndeval.RelevanceEvaluator) else ndeval_evaluator(qrels, measures, beta)
     scored = [pyndeval.ScoredDoc(q, d, -float(r)) for q, d, r in
               ranked.sort_values(["qid", "rank"])[["qid", "docno", "rank"]].itertuples(index=False)]
     return pd.DataFrame([(q, m, v[ndeval_name(m)]) for q, v in evaluator.evaluate(scored).items()
@@ -262,10 +268,16 @@ def trec(trec_web):
     return trec_web[0]
 
 
-def test_lemur_run_equals_ndeval(trec):
+@pytest.fixture(scope="module")
+def trec_oracle(trec):
+    """pyndeval's evaluator of the TREC qrels (:func:`ndeval_evaluator`), built once for the module."""
+    return ndeval_evaluator(trec.qrels)
+
+
+def test_lemur_run_equals_ndeval(trec, trec_oracle):
     ours = evaluate_run(trec.run, trec.qrels)
     assert ours["qid"].nunique() == 198
-    assert_equal_to_ndeval(ours, ndeval(trec.run, trec.qrels))
+    assert_equal_to_ndeval(ours, ndeval(trec.run, trec_oracle))
 
 
 def test_ideal_rankings_stop_where_the_measures_stop_reading():
@@ -294,7 +306,7 @@ def test_the_cut_ideal_gives_the_whole_ideals_values_bit_for_bit(trec):
             assert cut.err[k].view(np.int64).tolist() == whole.err[k].view(np.int64).tolist()
 
 
-def test_permuted_lemur_runs_equal_ndeval(trec):
+def test_permuted_lemur_runs_equal_ndeval(trec, trec_oracle):
     evaluator = DiversityEvaluator(trec.qrels)
     relevant = trec.qrels.loc[trec.qrels["rel"] > 0, ["qid", "docno"]].drop_duplicates().assign(relevant=True)
     lemur = trec.run.merge(relevant, on=["qid", "docno"], how="left").fillna({"relevant": False})
@@ -307,7 +319,7 @@ def test_permuted_lemur_runs_equal_ndeval(trec):
         if seed == 4:  # short runs
             run = run[run.groupby("qid").cumcount() < rng.integers(1, 25)]
         run["rank"] = run.groupby("qid").cumcount() + 1
-        assert_equal_to_ndeval(evaluator.evaluate(run), ndeval(run, trec.qrels))
+        assert_equal_to_ndeval(evaluator.evaluate(run), ndeval(run, trec_oracle))
 
 
 def test_measure_names_are_ir_measures_names(trec):

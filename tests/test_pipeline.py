@@ -51,11 +51,21 @@ def dag_once():
 
 
 @pytest.fixture(scope="module")
-def dvc_stages():
-    """Every stage as DVC itself reads the repository's dvc.yaml files (matrix and foreach expanded)."""
+def dvc_stages(tmp_path_factory):
+    """Every stage as DVC itself reads the repository's dvc.yaml files (matrix and foreach expanded), each
+    at its place in a DVC repository that holds them and nothing else: not their locks (6 MB of output
+    hashes, which DVC would parse for nothing these tests read) and no data or work directories to walk."""
     from dvc.repo import Repo
 
-    with Repo(str(ROOT)) as repo:
+    files = subprocess.run(["git", "ls-files", "-co", "--exclude-standard", "--", ".dvcignore", "dvc.yaml",
+                            "*/dvc.yaml"], capture_output=True, text=True, cwd=ROOT, check=True).stdout.split()
+    assert "dvc.yaml" in files and "pipelines/smoke/dvc.yaml" in files, files
+    root = tmp_path_factory.mktemp("dvc-files")
+    for name in files:
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(ROOT / name, root / name)
+    Repo.init(str(root), no_scm=True)
+    with Repo(str(root)) as repo:
         return list(repo.index.stages)
 
 

@@ -37,7 +37,7 @@ from typing import Any
 import pandas as pd
 
 from srdiv.metrics.names import HEADLINE
-from srdiv.params import model_rows
+from srdiv.params import model_row, model_rows
 from srdiv.registry import MODELS, OBJECTIVES, source_of
 
 
@@ -283,11 +283,12 @@ def run_rows(params: dict) -> list[str]:
 
 
 def model_spec(params: dict, row: str) -> ModelSpec:
-    """The spec of ``models.<row>`` from the loaded ``params.yaml``."""
-    models = model_rows(params)
-    if row not in models:
-        raise KeyError(f"no params file gives the row models.{row} (rows: {', '.join(models) or 'none'})")
-    return _spec(params, row, models[row])
+    """The spec of ``models.<row>`` from the loaded ``params.yaml`` (only that row and the rows it extends are
+    resolved: a check of every row asks for each)."""
+    entry = model_row(params, row)
+    if entry is None:
+        raise KeyError(f"no params file gives the row models.{row} (rows: {', '.join(model_rows(params)) or 'none'})")
+    return _spec(params, row, entry)
 
 
 def model_specs(params: dict) -> dict[str, ModelSpec]:

@@ -53,7 +53,7 @@ def lineage(params: dict, row: str) -> list[str]:
     """``row`` and the rows it ``extends``, nearest first: their entries hold its settings."""
     raw = params.get("models") or {}
     chain = [row]
-    while (base := (raw.get(chain[-1]) or {}).get("extends")) is not None:
+    while (base := _mapping(raw, chain[-1]).get("extends")) is not None:
         if base in chain:
             raise ValueError(f"models.{row}: 'extends' goes round in a circle ({' -> '.join(chain + [base])})")
         if raw.get(base) is None:
@@ -71,17 +71,30 @@ def model_rows(params: dict) -> dict[str, dict]:
     ablation row states only what it changes.
     """
     raw = {row: entry for row, entry in (params.get("models") or {}).items() if entry is not None}
-    for row, entry in raw.items():
-        if not isinstance(entry, dict):
-            raise ValueError(f"models.{row} must be a mapping, got {entry!r}")
-    resolved = {}
     for row in raw:
-        base, *changes = reversed(lineage(params, row))
-        out = _merge_dropping_nulls({}, raw[base])      # an overlay's null removes a key of a base row too
-        for name in changes:
-            out = _merge_dropping_nulls(out, {k: v for k, v in raw[name].items() if k != "extends"})
-        resolved[row] = out
-    return resolved
+        _mapping(raw, row)
+    return {row: model_row(params, row) for row in raw}
+
+
+def model_row(params: dict, row: str) -> dict | None:
+    """One row resolved as :func:`model_rows` resolves it, None when no params file gives it; only the row and
+    the rows it extends are read (the DAG asks for one row's settings per job)."""
+    raw = params.get("models") or {}
+    if raw.get(row) is None:
+        return None
+    base, *changes = reversed(lineage(params, row))
+    out = _merge_dropping_nulls({}, raw[base])      # an overlay's null removes a key of a base row too
+    for name in changes:
+        out = _merge_dropping_nulls(out, {k: v for k, v in raw[name].items() if k != "extends"})
+    return out
+
+
+def _mapping(raw: dict, row: str) -> dict:
+    """The entry ``models.<row>`` ({} when absent or null); a ValueError when it is no mapping."""
+    entry = raw.get(row)
+    if entry is not None and not isinstance(entry, dict):
+        raise ValueError(f"models.{row} must be a mapping, got {entry!r}")
+    return entry or {}
 
 
 def _merge_dropping_nulls(base: dict, overlay: dict) -> dict:

@@ -36,7 +36,7 @@ from srdiv.features.bundle import Bundle
 from srdiv.io import InputError, atomic_path, check_finite, existing_file, load_npz
 from srdiv.metrics.diversity import ALPHA
 from srdiv.metrics.targets import ranking_metric
-from srdiv.params import model_rows
+from srdiv.params import model_row
 from srdiv.sampling.list_pairwise_samples import ListPairwiseSamples, list_pairwise_samples
 from srdiv.sampling.pamm_samples import pamm_rankings
 
@@ -66,7 +66,7 @@ def row_overrides(params: dict, row: str | None) -> dict:
     """A row's own ``samples`` settings (e.g. ``{permutations: 5}`` for DSSA Figure 7), ``{}`` for none."""
     if row is None:
         return {}
-    entry = model_rows(params).get(row)
+    entry = model_row(params, row)      # one row resolved: the DAG asks this of every job
     if entry is None:
         raise InputError("--row", f"no params file gives the row models.{row}")
     overrides = entry.get("samples") or {}
