@@ -19,8 +19,16 @@ may hold), :mod:`~srdiv.params.loading` (files read and checked); every public n
 """
 
 from srdiv.params.loading import REFERENCE_NAME, load_params, read_yaml, section, setting_files
-from srdiv.params.merging import (DATASET_DEFAULTS, EXTEND, dataset_settings, lineage, lookup, merge, model_row,
-                                  model_rows)
+from srdiv.params.merging import (
+                                  DATASET_DEFAULTS,
+                                  EXTEND,
+                                  dataset_settings,
+                                  lineage,
+                                  lookup,
+                                  merge,
+                                  model_row,
+                                  model_rows,
+)
 from srdiv.params.schema import MEASURE_NAME, OPTIMIZERS, REPRESENTATIONS, SCHEMA, Check, validate
 
 __all__ = [

@@ -73,15 +73,18 @@ def model_rows(params: dict) -> dict[str, dict]:
     raw = {row: entry for row, entry in (params.get("models") or {}).items() if entry is not None}
     for row in raw:
         _mapping(raw, row)
-    return {row: model_row(params, row) for row in raw}
+    return {row: _resolved(params, row) for row in raw}
 
 
 def model_row(params: dict, row: str) -> dict | None:
     """One row resolved as :func:`model_rows` resolves it, None when no params file gives it; only the row and
     the rows it extends are read (the DAG asks for one row's settings per job)."""
-    raw = params.get("models") or {}
-    if raw.get(row) is None:
-        return None
+    return None if (params.get("models") or {}).get(row) is None else _resolved(params, row)
+
+
+def _resolved(params: dict, row: str) -> dict:
+    """The row ``row`` (set in ``params``' models) merged over the rows it extends."""
+    raw = params["models"]
     base, *changes = reversed(lineage(params, row))
     out = _merge_dropping_nulls({}, raw[base])      # an overlay's null removes a key of a base row too
     for name in changes:
