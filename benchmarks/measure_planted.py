@@ -19,7 +19,7 @@ import sys
 import numpy as np
 
 from srdiv.features.bundle import Bundle
-from srdiv.metrics.diversity import alpha_dcg, ideal_ranking, rank_labels
+from srdiv.metrics.diversity import alpha_ndcg_candidates, rank_labels
 
 
 def auc(pos: np.ndarray, neg: np.ndarray) -> float:
@@ -47,9 +47,8 @@ def mmr_orders(cos: np.ndarray, docs: np.ndarray, mask: np.ndarray, lam: float) 
 
 def ndcg20(labels: np.ndarray, orders: np.ndarray) -> float:
     """Mean alpha-nDCG@20 of ``orders [queries, docs]`` against the greedy ideal of the candidates."""
-    ideal = alpha_dcg(rank_labels(labels, ideal_ranking(labels)), k=20)
-    return float((alpha_dcg(rank_labels(labels, np.clip(orders, 0, None)) * (orders >= 0)[..., None], k=20)
-                  / ideal).mean())
+    ranked = rank_labels(labels, np.clip(orders, 0, None)) * (orders >= 0)[..., None]
+    return float(alpha_ndcg_candidates(ranked, labels).mean())
 
 
 def measure(path: str) -> str:

@@ -18,17 +18,17 @@ import pandas as pd
 import torch
 
 from srdiv.features.bundle import Bundle
-from srdiv.metrics.diversity import alpha_dcg, ideal_ranking, rank_labels
+from srdiv.metrics.diversity import alpha_ndcg_candidates, rank_labels
 from srdiv.models.mdp_div import MDPDiv
 from srdiv.models.ranking import rank_bundle
 from srdiv.objectives.reinforce import Reinforce
 
 
 def ndcg20(bundle: Bundle, orders: np.ndarray) -> float:
-    """Mean alpha-nDCG@20 of ``orders [queries, docs]`` against each list's greedy ideal."""
+    """Mean alpha-nDCG@20 of ``orders [queries, docs]`` (-1 padding) against each list's greedy ideal."""
     labels = bundle.labels * bundle.doc_mask[..., None]
     ranked = rank_labels(labels, np.clip(orders, 0, None)) * (orders >= 0)[..., None]
-    return float((alpha_dcg(ranked, k=20) / alpha_dcg(rank_labels(labels, ideal_ranking(labels)), k=20)).mean())
+    return float(alpha_ndcg_candidates(ranked, labels).mean())
 
 
 def main() -> None:
