@@ -37,6 +37,7 @@ def main() -> None:
     ap.add_argument("--folds", required=True)
     ap.add_argument("--test-fold", type=int, default=1)
     ap.add_argument("--hidden", type=int, default=5)
+    ap.add_argument("--init-scale", type=float, default=1.0)
     ap.add_argument("--train-docs", type=int, default=20)
     ap.add_argument("--lr", type=float, default=0.1)
     ap.add_argument("--epochs", type=int, default=30)
@@ -55,7 +56,7 @@ def main() -> None:
 
     torch.manual_seed(args.seed)
     rng = np.random.default_rng(args.seed)
-    model = MDPDiv(bundle.dims, hidden=args.hidden)
+    model = MDPDiv(bundle.dims, hidden=args.hidden, init_scale=args.init_scale)
     objective = Reinforce(episodes=args.episodes, baseline=args.baseline)
     optim = torch.optim.SGD(model.parameters(), lr=args.lr)
     objective.prepare(train, rng)
