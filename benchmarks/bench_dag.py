@@ -4,10 +4,12 @@
 
 Each repeat runs ``snakemake -n --configfile params.yaml CONFIG...`` once in each checkout's root (``PYTHONPATH``
 = its ``src``), one after the other. CPU seconds are user + system of the process and its children, with
-the wall seconds, from GNU time (``/usr/bin/time``). The Snakefile checks the rows against the registries;
-a checkout that keeps that check in ``.snakemake/srdiv-rows.json`` (:func:`srdiv.train.rows.checked_rows`)
-is timed twice: ``cold`` with the file removed before each run (the models and torch imported, as after an
-edit of the code or the setting) and ``warm`` with it kept. One more run per checkout and kind, untimed,
+the wall seconds, from GNU time (``/usr/bin/time``). A checkout whose Snakefile checks the rows against the
+registries while it builds the DAG and keeps that check in ``.snakemake/srdiv-rows.json`` (its
+``srdiv.train.rows.checked_rows``, before the check moved to ``srdiv check-rows`` at a run's start) is timed
+twice: ``checked`` with the file removed before each run (the models and torch imported, as after an edit of
+the code or the setting) and ``kept`` with it there; any other checkout once, ``checked`` (a DAG that checks
+the rows each time) or ``none`` (a DAG built without the check). One more run per checkout and kind, untimed,
 with ``PYTHONPROFILEIMPORTTIME`` says whether torch was imported.
 
 Medians of the repeats, the load average before and after (the machine may be shared), the CPU named.
@@ -28,6 +30,14 @@ from srdiv.provenance import cpu_name
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
 MEMO = Path(".snakemake") / "srdiv-rows.json"
+
+
+def row_check(checkout: Path) -> str:
+    """How the checkout's Snakefile checks the rows as it builds the DAG: ``kept`` (the answer kept in :data:`MEMO`),
+    ``checked`` (each time) or ``none`` (not there: a run checks them as it starts)."""
+    common = checkout / "workflow" / "rules" / "common.smk"
+    text = common.read_text() if common.is_file() else ""
+    return "kept" if "checked_rows(" in text else "checked" if "check_rows(" in text else "none"
 
 
 def dry_run(checkout: Path, configs: list[str], env: dict, prefix: list[str] = ()) -> subprocess.CompletedProcess:
@@ -66,7 +76,7 @@ def main() -> None:
     args = parser.parse_args()
     checkouts = {"baseline": args.baseline.resolve(), "this": ROOT}
     kinds = [(name, cold) for name, path in checkouts.items()
-             for cold in ([True, False] if (path / "src/srdiv/train/rows.py").is_file() else [True])]
+             for cold in ([True, False] if row_check(path) == "kept" else [True])]
     load = [os.getloadavg()[0]]
     times = {kind: [] for kind in kinds}
     for _ in range(args.repeats):
@@ -80,7 +90,8 @@ def main() -> None:
     for name, cold in kinds:
         wall = statistics.median(t[0] for t in times[(name, cold)])
         cpu = statistics.median(t[1] for t in times[(name, cold)])
-        label = "checked" if cold else "kept"
+        check = row_check(checkouts[name])
+        label = ("checked" if cold else "kept") if check == "kept" else check
         print(f"| {name} | {label} | {wall:.2f} | {cpu:.2f} | {imports_torch(checkouts[name], args.config, cold)} |")
 
 

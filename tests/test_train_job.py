@@ -31,7 +31,7 @@ from srdiv.models.initial import InitialRanking
 from srdiv.models.listmle import ListMLE
 from srdiv.models.ranking import resolve_device
 from srdiv.registry import MODELS
-from srdiv.train.device import row_device, tune_workers, uses_gpu
+from srdiv.train.device import GPU_GAIN, row_device, tune_workers, uses_gpu
 from srdiv.train.pool import in_processes
 from srdiv.train.rank import rank_job
 from srdiv.train.trained import Trained
@@ -407,6 +407,7 @@ def test_auto_sends_only_the_rows_that_gain_on_a_gpu_there_and_any_row_can_be_fo
     params["models"]["DESA"]["train"] = {**(params["models"]["DESA"].get("train") or {}), "device": "cpu"}
     assert row_device(model_spec(params, "DSSA")) == "cuda" and uses_gpu(model_spec(params, "DSSA"))
     assert row_device(model_spec(params, "DESA")) == "cpu" and not uses_gpu(model_spec(params, "DESA"))
+    assert GPU_GAIN <= set(MODELS.names())      # each a registered model (a renamed one would train on the CPU)
 
 
 def test_train_command_sets_threads_and_reports_a_missing_gpu_in_one_line(tmp_path, monkeypatch, capsys):

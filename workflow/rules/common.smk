@@ -6,7 +6,6 @@ from srdiv.experiment import model_specs, run_rows
 from srdiv.text.defaults import stage_params
 from srdiv.report.gather import reference_runs
 from srdiv.train.device import tune_workers, uses_gpu
-from srdiv.train.rows import checked_rows
 
 # The setting is params.yaml (and config/main.yaml when no setting is named: the Snakefile's MAIN_TABLE) and
 # the --configfile overlays, in order, merged as every srdiv command merges
@@ -41,10 +40,6 @@ DOCS_INPUT = [DS["docs"]] if DS.get("docs") else []
 FEATURES_FROM = DS["features"]  # text | dssa-release
 DEFAULT_REPR = DS["representation"]
 ROWS = run_rows(config)
-# A misspelt row fails here, before any job; GPU_ROWS: whether each row's train jobs (and its priors') take a
-# `gpu` slot. The answer is kept in .snakemake/ for this setting and code (srdiv.train.rows.checked_rows): built
-# again, the DAG reads it without importing the models and torch.
-GPU_ROWS = checked_rows(config, ROWS, PARAMS_FILES, ".snakemake")
 SPECS = model_specs(config)   # rows with `extends` resolved, parsed
 REFERENCE_RUNS = {name: str(path) for name, path in reference_runs(config).items()}
 REFERENCES = f"{WORK}/reference_runs"
@@ -115,16 +110,10 @@ if "gpu" in workflow.global_resources and workflow.global_resources["gpu"].value
     workflow.register_resource("gpu", workflow.global_resources["gpu"].value * config["gpu_jobs"])
 
 
-def on_gpu(model):
-    """Whether a row's train job may run on CUDA (``train.device``, :func:`srdiv.train.device.row_device`): as
-    checked with the rows, or asked of the model for a row no run names (a target given by hand)."""
-    return GPU_ROWS[model] if model in GPU_ROWS else uses_gpu(SPECS[model])
-
-
 def gpu_share(wildcards):
-    """The ``gpu`` slots of a row's train job: 1 for a row that runs on CUDA (:func:`on_gpu`), 0 for a CPU row,
-    which runs on the free cores beside them."""
-    return 1 if on_gpu(wildcards.model) else 0
+    """The ``gpu`` slots of a row's train job: 1 for a row that may run on CUDA (``train.device``,
+    :func:`srdiv.train.device.uses_gpu`), 0 for a CPU row, which runs on the free cores beside them."""
+    return 1 if uses_gpu(SPECS[wildcards.model]) else 0
 
 
 def train_threads(wildcards):
@@ -135,7 +124,7 @@ def train_threads(wildcards):
     spec = SPECS[wildcards.model]
     cores = workflow.global_resources["_cores"].value    # None where an executor gives each job its own node
     threads = config["train_threads"] if cores is None else min(config["train_threads"], max(1, cores // 4))
-    return 1 if on_gpu(wildcards.model) else tune_workers(spec, threads)
+    return 1 if uses_gpu(spec) else tune_workers(spec, threads)
 
 
 def train_priority(wildcards):

@@ -2,6 +2,15 @@
 # trial's test queries with it (a TREC run file) in the same process, the bundle loaded once.
 
 
+# Before the first job of a run (not a dry run, nor a run with nothing to do), every row it trains is checked
+# against its model and objective (srdiv check-rows, a process of its own: the DAG is built without importing
+# them and torch). A mistake is one line naming the params file and the key, and no job starts. Not a job of the
+# DAG: Snakemake would rerun every train job after a job they all read, or, reading it as `ancient`, would not
+# see that an edited row's own train jobs must run (the check's rerun hides their reasons).
+onstart:
+    shell("srdiv check-rows " + " ".join(f"--row {row}" for row in required_rows()) + f" {PARAMS}")
+
+
 def train_inputs(wildcards):
     inputs = {"bundle": f"{WORK}/bundle/{representation(wildcards.model)}.npz", "collection": COLLECTION}
     if trainable(wildcards.model):

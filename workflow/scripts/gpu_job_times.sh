@@ -10,8 +10,8 @@
 # made again; they weigh about 300 MB and the bundles 2 x 264 MB). Phase 2 is, with `fold1`, every row's
 # train job of fold 1, which ranks the fold's test queries too (on a quiet 2-core machine phase 1 takes
 # about 6.5 minutes and fold 1's longest job, DSSA on the CPU, about 5: allow 15 minutes); with `all`, the whole main table, as `make run`
-# (every fold, the evaluations and the report in results/wordnet-div). The rows with `gpu_gain` train on
-# the GPU, `gpu_jobs` at a time; the others on the cores. TIME_LIMIT (seconds for both phases, default
+# (every fold, the evaluations and the report in results/wordnet-div). The rows of
+# `srdiv.train.device.GPU_GAIN` train on the GPU, `gpu_jobs` at a time; the others on the cores. TIME_LIMIT (seconds for both phases, default
 # 3600; a GPU lease is often short) stops the phase running when it is spent (SIGTERM to Snakemake), and
 # the script still writes the times of the jobs that finished (a row whose job was stopped has no line).
 # It writes to OUT_DIR:

@@ -1,4 +1,5 @@
-"""``srdiv train`` and ``srdiv rank``: one model on one fold."""
+"""``srdiv train`` and ``srdiv rank``: one model on one fold; ``srdiv check-rows``: the rows of a run checked
+before its first job (the Snakefile's onstart handler: the Snakefile builds its DAG without the models and torch)."""
 
 from __future__ import annotations
 
@@ -81,6 +82,19 @@ def train(
         _rank(Trained.load(out), data, coll, fold, out)
 
 
+def check_rows(
+    row: list[str] = typer.Option(..., "--row", help="A row of params.yaml 'models' to check (repeat --row)."),
+    params: list[Path] = PARAMS,
+) -> None:
+    """Check each ROW as srdiv train checks its own: its model and objective exist, take the keywords it gives
+    them, and take its values at every tuning point. A mistake is one line naming the params file and key."""
+    from srdiv.params import load_params
+    from srdiv.train.rows import check_rows as check
+
+    checked = check(load_params(params), row, params)
+    typer.echo(f"check-rows: {len(checked)} rows, {sum(checked.values())} tuning points checked", err=True)
+
+
 def rank(
     model_dir: Path = typer.Option(..., help="model.pt of 'srdiv train', or its directory."),
     fold: int = typer.Option(..., help="Test fold of this trial."),
@@ -134,6 +148,7 @@ def _rank(trained, bundle, collection, fold: int, out: Path) -> None:
 
 
 def register(app: typer.Typer) -> None:
-    """Add ``train`` and ``rank`` to the CLI."""
+    """Add ``train``, ``rank`` and ``check-rows`` to the CLI."""
     app.command("train")(train)
     app.command("rank")(rank)
+    app.command("check-rows")(check_rows)

@@ -31,10 +31,6 @@ class DiversityModel(nn.Module):
     """Base class of every diversification model (trainable or not)."""
 
     sequential: ClassVar[bool] = False
-    gpu_gain: ClassVar[bool] = False
-    """True where training was measured well faster on a GPU than on one CPU thread (``docs/benchmarks.md``:
-    DESA 17x, DALETOR and PAMM-NTN 13x on an H100; DSSA 1x, MDP-DIV 0.3x): ``train.device: auto`` puts
-    such a row on CUDA when present and every other row on the CPU (:func:`srdiv.train.device.row_device`)."""
 
     def list_scores(self, batch: Batch) -> torch.Tensor:
         """Scores ``[B, D]`` of every candidate (score-and-sort models)."""

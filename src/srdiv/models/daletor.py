@@ -133,7 +133,6 @@ class DALETOR(DiversityModel):
     """Allowed intervals of the constructor's arguments (:func:`srdiv.registry.check_args`)."""
 
     sequential = False
-    gpu_gain = True
 
     def __init__(self, dims: BundleDims, context: str = "none", latent_cross: bool = False,
                  relevance_features: bool = False, hidden: Sequence[int] = (256, 128, 64), layers: int = 2,

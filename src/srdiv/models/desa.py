@@ -118,7 +118,6 @@ class DESA(DiversityModel):
     """Allowed intervals of the constructor's arguments (:func:`srdiv.registry.check_args`)."""
 
     sequential = False
-    gpu_gain = True
 
     def __init__(
         self, dims: BundleDims, d_model: int = 256, heads: int = 8, d_ff: int = 400,

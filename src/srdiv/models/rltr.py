@@ -160,8 +160,6 @@ class NTN(RelationalLTR):
     ARG_RANGES = {"slices": "[1, inf)"}
     """Allowed intervals of the constructor's arguments (:func:`srdiv.registry.check_args`)."""
 
-    gpu_gain = True
-
     def __init__(self, dims: BundleDims, slices: int = 7, init_scale: float = 1.0, representation: str = "doc2vec"):
         """``representation`` names the bundle the pipeline feeds (``bundle/<repr>.npz``: doc2vec or LDA)."""
         super().__init__(dims, slices, "max", init_scale)

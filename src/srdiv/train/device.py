@@ -9,19 +9,22 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from srdiv.experiment import ModelSpec
-from srdiv.registry import MODELS
 
 if TYPE_CHECKING:
     import torch
 
+GPU_GAIN = frozenset({"desa", "daletor", "ntn"})
+"""The models (their registered names) whose training was measured well faster on a GPU than on one CPU thread
+(``docs/benchmarks.md``: DESA 17x, DALETOR and PAMM-NTN 13x on an H100; DSSA 1x, MDP-DIV 0.3x): ``train.device:
+auto`` puts their rows on CUDA when present and every other row on the CPU (:func:`row_device`). Names, not an
+attribute of the classes, so that the Snakefile places the rows without importing the models and torch."""
+
 
 def row_device(spec: ModelSpec) -> str:
     """The ``train.device`` a row's jobs run on: the row's own setting, except that ``auto`` (CUDA when
-    present) stays ``auto`` only for a model whose training gains on a GPU (``gpu_gain``) and is ``cpu``
-    for every other one. ``uses_gpu`` says whether the jobs take the pipeline's ``gpu`` resource."""
-    import srdiv.models  # noqa: F401  (registers every model, whose class says its gpu_gain)
-
-    if spec.train.device == "auto" and not MODELS.get(spec.model.name).gpu_gain:
+    present) stays ``auto`` only for a model of :data:`GPU_GAIN` and is ``cpu`` for every other one.
+    ``uses_gpu`` says whether the jobs take the pipeline's ``gpu`` resource."""
+    if spec.train.device == "auto" and spec.model.name not in GPU_GAIN:
         return "cpu"
     return spec.train.device
 
