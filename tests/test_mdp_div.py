@@ -239,7 +239,8 @@ def test_the_row_reads_the_papers_doc2vec_vectors_on_every_collection():
     from srdiv.params import load_params
 
     params = load_params([Path(__file__).resolve().parents[1] / "params.yaml"])
-    for row in ("MDP-DIV", "MDP-DIV-SRecall", "MDP-DIV-ReturnOnly", "MDP-DIV-M50", "MDP-DIV-K100"):
+    for row in ("MDP-DIV", "MDP-DIV-PaperEstimator", "MDP-DIV-SRecall", "MDP-DIV-ReturnOnly", "MDP-DIV-M20",
+                "MDP-DIV-K100"):
         assert model_spec(params, row).representation == "doc2vec", row
     assert model_spec(params, "MDP-DIV-LDA").representation == "lda"
 
