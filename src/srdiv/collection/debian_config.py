@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from srdiv.collection import settings
+from srdiv.index.sparse import DEFAULT_SCORING
 from srdiv.io import InputError
 
 SUBTOPIC_FACETS = ("admin", "biology", "culture", "devel", "field", "game", "hardware", "interface", "mail",
@@ -29,8 +30,8 @@ class DebianFacetsConfig:
     min_name_docs: int = 1              # ... and source package names holding it as a word, at least
     min_adaptation: float = 0.22        # ... and bodies holding it twice among those holding it, at least
     run_fields: tuple[str, ...] = ("title", "body")
-    k1: float = 1.2                     # BM25 of the initial run
-    b: float = 0.75
+    k1: float = DEFAULT_SCORING.k1      # BM25 of the initial run
+    b: float = DEFAULT_SCORING.b
     pool_depth: int = 100               # judged pool = stored run depth
     candidates: int = 50                # documents re-ranked (statistics of the data card)
     subtopic_facets: tuple[str, ...] = SUBTOPIC_FACETS

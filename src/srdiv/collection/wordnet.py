@@ -46,7 +46,7 @@ from srdiv.collection.schema import Collection, load_collection
 from srdiv.collection.suggest import WORD, CompletionSettings, completion_suggestions, segments
 from srdiv.collection.wordnet_files import WordNet, read_wordnet
 from srdiv.index.analysis import STOPWORDS, s_stem, tokenize
-from srdiv.index.sparse import FieldIndex
+from srdiv.index.sparse import DEFAULT_SCORING, FieldIndex
 from srdiv.io import InputError
 
 DEFAULT_WORDNET_DIR = Path("/usr/share/wordnet")
@@ -64,7 +64,7 @@ class WordnetDivConfig:
     min_lexfiles: int = 2               # ... over this many lexicographer files
     relevance_pointers: tuple[str, ...] = ("~", "~i", "%m", "%s", "%p")
     relevance_depth: int = 3
-    mu: float = 2000.0                  # Dirichlet prior of the initial run
+    mu: float = DEFAULT_SCORING.mu      # Dirichlet prior of the initial run
     run_fields: tuple[str, ...] = TEXT_FIELDS  # text the initial run searches
     pool_depth: int = 100               # judged pool = stored run depth
     candidates: int = 50                # documents re-ranked (statistics of the data card)

@@ -30,6 +30,7 @@ import itertools
 import json
 import os
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -39,6 +40,19 @@ import scipy.sparse as sp
 from srdiv.index.analysis import tokenize_many
 
 MODELS = ("bm25", "tfidf", "lmir")
+
+
+@dataclass(frozen=True)
+class Scoring:
+    """The models' parameters: BM25's ``k1`` and ``b``, LMIR's Dirichlet prior ``mu``."""
+
+    k1: float = 1.2
+    b: float = 0.75
+    mu: float = 2000.0
+
+
+DEFAULT_SCORING = Scoring()
+"""The one home of the defaults of ``k1``, ``b`` and ``mu``; every other default of them is read from here."""
 
 
 def count_matrix(token_lists: list[list[str]], terms: pd.Index) -> sp.csr_matrix:
@@ -74,8 +88,8 @@ def _values_at(mat: sp.spmatrix, rows: np.ndarray, cols: np.ndarray) -> np.ndarr
 class FieldIndex:
     """Term-frequency index of one field with TF-IDF, BM25 and Dirichlet LM scoring."""
 
-    def __init__(self, tf: sp.csr_matrix, terms: Sequence[str], *, k1: float = 1.2,
-                 b: float = 0.75, mu: float = 2000.0):
+    def __init__(self, tf: sp.csr_matrix, terms: Sequence[str], *, k1: float = DEFAULT_SCORING.k1,
+                 b: float = DEFAULT_SCORING.b, mu: float = DEFAULT_SCORING.mu):
         self.tf = sp.csr_matrix(tf, dtype=np.float64)
         self.terms = list(terms)
         self.vocab = pd.Index(self.terms, dtype=object)
@@ -88,8 +102,8 @@ class FieldIndex:
         self._weights: dict[str, sp.csr_matrix] = {}
 
     @classmethod
-    def from_texts(cls, texts: Sequence[str], *, k1: float = 1.2, b: float = 0.75,
-                   mu: float = 2000.0) -> FieldIndex:
+    def from_texts(cls, texts: Sequence[str], *, k1: float = DEFAULT_SCORING.k1, b: float = DEFAULT_SCORING.b,
+                   mu: float = DEFAULT_SCORING.mu) -> FieldIndex:
         """Index ``texts`` (one per document, in document order)."""
         tokens = tokenize_many(texts)
         terms = pd.Index(sorted(set(itertools.chain.from_iterable(tokens))), dtype=object)

@@ -10,8 +10,8 @@ import pandas as pd
 import pyterrier as pt
 
 from srdiv.collection.schema import Collection
+from srdiv.index.sparse import DEFAULT_SCORING, FieldIndex
 from srdiv.index.sparse import MODELS as RETRIEVAL_MODELS
-from srdiv.index.sparse import FieldIndex
 from srdiv.io import InputError
 from srdiv.pyterrier.frames import (
     RESULT_COLUMNS,
@@ -74,14 +74,14 @@ class Retriever(pt.Transformer):
 
     def __init__(self, docs: pd.DataFrame | str | os.PathLike, fields: Sequence[str] = ("title", "body"),
                  model: str = "bm25", k: int = 50, exclude: pd.DataFrame | None = None,
-                 k1: float = 1.2, b: float = 0.75, mu: float = 2000.0):
+                 k1: float = DEFAULT_SCORING.k1, b: float = DEFAULT_SCORING.b, mu: float = DEFAULT_SCORING.mu):
         self.docs = docs if isinstance(docs, pd.DataFrame) else load_docs(docs)
         self.fields, self.model, self.k, self.exclude = tuple(fields), model, int(k), exclude
         if model not in RETRIEVAL_MODELS:
             raise InputError(type(self).__name__, f"unknown model '{model}' (models: {', '.join(RETRIEVAL_MODELS)})")
         self.index = FieldIndex.from_texts(join_columns(self.docs, self.fields), k1=k1, b=b, mu=mu)
-        defaults = {"k1": 1.2, "b": 0.75, "mu": 2000.0}          # those of the signature: named when changed
-        self.changed = {key: value for key, value in {"k1": k1, "b": b, "mu": mu}.items() if value != defaults[key]}
+        self.changed = {key: value for key, value in {"k1": k1, "b": b, "mu": mu}.items()
+                        if value != getattr(DEFAULT_SCORING, key)}     # named in the repr when changed
 
     def __repr__(self) -> str:
         excluded = f"{len(self.exclude)} pairs" if self.exclude is not None else None

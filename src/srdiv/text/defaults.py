@@ -1,8 +1,9 @@
 """Settings of the ``embed``, ``pseudo_docs`` and ``features`` sections of ``params.yaml``, with their defaults.
 
-The dataclasses below are the one home of the text stages' defaults; :data:`DEFAULTS` is their dict form.
+The dataclasses below are the one home of the text stages' defaults (but BM25's and LMIR's ``k1``, ``b``,
+``mu``, read from :data:`srdiv.index.sparse.DEFAULT_SCORING`); :data:`DEFAULTS` is their dict form.
 Every text stage reads its parameters through :func:`stage_params`, which merges the file's section over
-:data:`DEFAULTS`, so a key missing from ``params.yaml`` takes the value written here and nowhere else. Where
+:data:`DEFAULTS`, so a key missing from ``params.yaml`` takes the built-in default and no other value. Where
 both set a key they agree (``tests/test_defaults.py``), so a command run without ``--params`` makes the same
 vectors as the pipeline; the schema (:mod:`srdiv.params.schema`) checks the same keys.
 """
@@ -12,6 +13,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from srdiv.index.sparse import DEFAULT_SCORING
 from srdiv.params import merge, section
 
 
@@ -74,9 +76,9 @@ class FeatureSettings:
     """The ``features`` section (but ``diversity_vectors``, which only the workflow reads)."""
 
     rank_docs: int = 50         # candidates = top rank_docs of the initial run
-    k1: float = 1.2             # BM25
-    b: float = 0.75             # BM25
-    mu: float = 2000.0          # LMIR Dirichlet prior
+    k1: float = DEFAULT_SCORING.k1      # BM25
+    b: float = DEFAULT_SCORING.b        # BM25
+    mu: float = DEFAULT_SCORING.mu      # LMIR Dirichlet prior
     max_subs: int = 10          # level-1 suggestions kept per query (bundle)
     max_subs2: int = 100        # level-2 suggestions kept per query (bundle)
 
