@@ -120,7 +120,7 @@ def train_threads(wildcards):
     """A train job's cores: a row that trains on the CPU trains up to ``train_threads`` (params.yaml) of its
     tune points at once, a process each (:func:`srdiv.train.device.tune_workers`), but takes at most a quarter
     of ``--cores`` (none on 2 or 3 cores: there, one job per core keeps them busier than jobs that wait for
-    several free cores at once; docs/benchmarks.md); any other row takes one. The chosen model is the same."""
+    several free cores at once; docs/lab-notes/schedule.md); any other row takes one. The chosen model is the same."""
     spec = SPECS[wildcards.model]
     cores = workflow.global_resources["_cores"].value    # None where an executor gives each job its own node
     threads = config["train_threads"] if cores is None else min(config["train_threads"], max(1, cores // 4))
