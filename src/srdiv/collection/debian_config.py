@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from srdiv.collection import settings
-from srdiv.index.sparse import DEFAULT_SCORING
+from srdiv.index.scoring import DEFAULT_SCORING
 from srdiv.io import InputError
 
 SUBTOPIC_FACETS = ("admin", "biology", "culture", "devel", "field", "game", "hardware", "interface", "mail",

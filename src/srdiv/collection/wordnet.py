@@ -46,7 +46,8 @@ from srdiv.collection.schema import Collection, load_collection
 from srdiv.collection.suggest import WORD, CompletionSettings, completion_suggestions, segments
 from srdiv.collection.wordnet_files import WordNet, read_wordnet
 from srdiv.index.analysis import STOPWORDS, s_stem, tokenize
-from srdiv.index.sparse import DEFAULT_SCORING, FieldIndex
+from srdiv.index.scoring import DEFAULT_SCORING
+from srdiv.index.sparse import FieldIndex
 from srdiv.io import InputError
 
 DEFAULT_WORDNET_DIR = Path("/usr/share/wordnet")

@@ -30,7 +30,6 @@ import itertools
 import json
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -38,21 +37,11 @@ import pandas as pd
 import scipy.sparse as sp
 
 from srdiv.index.analysis import tokenize_many
+from srdiv.index.scoring import DEFAULT_SCORING
 
 MODELS = ("bm25", "tfidf", "lmir")
 
 
-@dataclass(frozen=True)
-class Scoring:
-    """The models' parameters: BM25's ``k1`` and ``b``, LMIR's Dirichlet prior ``mu``."""
-
-    k1: float = 1.2
-    b: float = 0.75
-    mu: float = 2000.0
-
-
-DEFAULT_SCORING = Scoring()
-"""The one home of the defaults of ``k1``, ``b`` and ``mu``; every other default of them is read from here."""
 
 
 def count_matrix(token_lists: list[list[str]], terms: pd.Index) -> sp.csr_matrix:

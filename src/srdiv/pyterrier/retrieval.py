@@ -10,8 +10,9 @@ import pandas as pd
 import pyterrier as pt
 
 from srdiv.collection.schema import Collection
-from srdiv.index.sparse import DEFAULT_SCORING, FieldIndex
+from srdiv.index.scoring import DEFAULT_SCORING
 from srdiv.index.sparse import MODELS as RETRIEVAL_MODELS
+from srdiv.index.sparse import FieldIndex
 from srdiv.io import InputError
 from srdiv.pyterrier.frames import (
     RESULT_COLUMNS,

@@ -1,7 +1,7 @@
 """Settings of the ``embed``, ``pseudo_docs`` and ``features`` sections of ``params.yaml``, with their defaults.
 
 The dataclasses below are the one home of the text stages' defaults (but BM25's and LMIR's ``k1``, ``b``,
-``mu``, read from :data:`srdiv.index.sparse.DEFAULT_SCORING`); :data:`DEFAULTS` is their dict form.
+``mu``, read from :data:`srdiv.index.scoring.DEFAULT_SCORING`); :data:`DEFAULTS` is their dict form.
 Every text stage reads its parameters through :func:`stage_params`, which merges the file's section over
 :data:`DEFAULTS`, so a key missing from ``params.yaml`` takes the built-in default and no other value. Where
 both set a key they agree (``tests/test_defaults.py``), so a command run without ``--params`` makes the same
@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from srdiv.index.sparse import DEFAULT_SCORING
+from srdiv.index.scoring import DEFAULT_SCORING
 from srdiv.params import merge, section
 
 
