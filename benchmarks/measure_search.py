@@ -2,8 +2,8 @@
 
 For each row, fold and pruner, ``srdiv train`` runs with an overlay that sets ``search`` (the pruner, and
 ``startup`` so high that nothing is pruned for ``none``) and ``train.epochs``; the script prints one TSV
-line per job: the chosen trial's validation score, the epochs all trials trained, trials pruned, train
-seconds. Needs the setting's bundle and samples (``snakemake ... config/smoke.yaml`` first)::
+line per job: the chosen trial's validation score, the chosen model's mean alpha-nDCG@20 on the fold's test
+queries, the epochs all trials trained, trials pruned, train seconds. Needs the setting's bundle and samples (``snakemake ... config/smoke.yaml`` first)::
 
     python benchmarks/measure_search.py --setting config/smoke.yaml --dataset wordnet-div-smoke \\
         --rows ListMLE DSSA --folds 1 2 --trials 8 --epochs 10 --out work/measure-search > measured.tsv
@@ -28,6 +28,10 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
+from srdiv.collection.schema import load_collection  # noqa: E402
+from srdiv.metrics.evaluate import evaluate_run  # noqa: E402
+from srdiv.metrics.names import HEADLINE  # noqa: E402
+from srdiv.metrics.runs import load_run  # noqa: E402
 from srdiv.params import load_params  # noqa: E402
 
 
@@ -49,7 +53,8 @@ def main() -> None:
         return
     params = load_params([ROOT / "params.yaml", ROOT / args.setting])
     work = ROOT / "work" / args.dataset
-    print("row\tfold\tpruner\tvalid\tepochs\tpruned\ttrials\ttrain_s", flush=True)
+    qrels = load_collection(work / "collection").qrels
+    print("row\tfold\tpruner\tvalid\ttest\tepochs\tpruned\ttrials\ttrain_s", flush=True)
     for pruner in args.pruners:
         overlay = args.out / f"{pruner}.yaml"
         overlay.parent.mkdir(parents=True, exist_ok=True)
@@ -67,11 +72,14 @@ def main() -> None:
                                 "--samples", str(work / "samples" / f"fold{fold}" / "samples.npz"),
                                 "--params", str(ROOT / "params.yaml"), "--params", str(ROOT / args.setting),
                                 "--params", str(overlay), "--no-progress", "--threads", str(args.threads),
-                                "--out", str(out)], check=True, stderr=subprocess.DEVNULL)
+                                "--rank", "--out", str(out)], check=True, stderr=subprocess.DEVNULL)
                 hparams = json.loads((out / "hparams.json").read_text())
                 timings = json.loads((out / "timings.json").read_text())
                 epochs = sum(t["epochs"] for t in hparams["grid"])
-                print(f"{row}\t{fold}\t{pruner}\t{hparams['valid']:.4f}\t{epochs}\t{hparams['search']['pruned']}\t"
+                run = load_run(out / "run.txt")
+                scores = evaluate_run(run, qrels[qrels["qid"].isin(run["qid"])], [HEADLINE])
+                test = scores.loc[scores["measure"] == HEADLINE, "value"].mean()
+                print(f"{row}\t{fold}\t{pruner}\t{hparams['valid']:.4f}\t{test:.4f}\t{epochs}\t{hparams['search']['pruned']}\t"
                       f"{hparams['search']['trials']}\t{timings['train_seconds']:.1f}", flush=True)
 
 
