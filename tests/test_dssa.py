@@ -150,6 +150,21 @@ def test_padding_never_changes_real_scores(cls, params, bundle):
     assert torch.equal(model.rank(noisy.to_torch()), model.rank(bundle.to_torch()))
 
 
+def test_greedy_rank_builds_no_graph(bundle):
+    """greedy_rank scores without autograd, whoever calls it (the model's scores need no gradient)."""
+    model = make(*VARIANTS[0], bundle)
+    seen = []
+    scores = model.context_scores
+
+    def recording(*args):
+        seen.append(torch.is_grad_enabled())
+        return scores(*args)
+
+    model.context_scores = recording
+    greedy_rank(model, bundle.to_torch())
+    assert seen and not any(seen)
+
+
 @pytest.mark.parametrize("cls,params", VARIANTS, ids=IDS)
 def test_greedy_rank_is_brute_force(cls, params, bundle):
     """Incremental rank == generic greedy_rank, and at every step the chosen document has

@@ -87,13 +87,13 @@ def context_prefix_scores(model: DiversityModel, batch: Batch, rankings: torch.T
     return torch.stack(steps, 1).reshape(n_lists, n_rankings, depth, n_docs)
 
 
-@torch.no_grad()
 class ContextScorer(Protocol):
     """What :func:`greedy_rank` needs of a model: :meth:`DiversityModel.context_scores`."""
 
     def context_scores(self, batch: Batch, context: torch.Tensor, candidates: torch.Tensor) -> torch.Tensor: ...
 
 
+@torch.no_grad()
 def greedy_rank(model: ContextScorer, batch: Batch) -> torch.Tensor:
     """Greedy sequential selection (DSSA Section 4.3.2), batched over queries and candidates.
 
