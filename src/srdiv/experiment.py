@@ -74,7 +74,7 @@ class SearchSettings:
     trials: int = 10
     batch: int = 2
     startup: int = 4
-    pruner: str = "halving"
+    pruner: str = "median"
 
     @classmethod
     def from_params(cls, params: dict) -> SearchSettings:
