@@ -317,6 +317,26 @@ def test_tuning_table_reads_the_declared_range_trials_and_budget(tmp_path):
     assert "wider range): D (optim.args.lr)." in note
 
 
+def test_the_budget_names_an_epoch_that_visits_a_share_of_the_contexts(tmp_path):
+    """A list-pairwise row whose epoch visits a share of its contexts (``context_fraction``) says so."""
+    from srdiv.report.specs import RunSpec
+    from srdiv.report.tuning import tuning_note, tuning_table
+
+    search = {"sampler": "tpe", "trials": 2, "pruned": 0, "pruner": "median", "batch": 2, "epochs": 30,
+              "space": {"optim.args.lr": "0.0001-0.1 (log)"}}
+    grid = [{"number": 0, "point": {"optim.args.lr": 0.001}, "state": "complete", "valid": 0.5, "best_epoch": 2,
+             "epochs": 7}]
+    for row, share in (("E", 0.25), ("F", 1.0)):
+        write_job(tmp_path / "models" / row / "fold1", row, 1, hparams={
+            "chosen": {"optim.args.lr": 0.001}, "grid": grid, "search": search,
+            "spec": {"model": {"name": "desa"}, "objective": {"name": "list_pairwise", "args": {"context_fraction": share}},
+                     "tune": {"optim.args.lr": {"low": 1.0e-4, "high": 0.1, "log": True}}, "search": {"trials": 2}}})
+    _, info = tuning_table(tmp_path / "models", [RunSpec("E", "E", "", "explicit"), RunSpec("F", "F", "", "explicit")])
+    note = tuning_note(info)
+    assert "2 TPE trials, each of at most 30 epochs of 0.25 of the contexts each, median pruning, batches of 2 (E)" in note
+    assert "2 TPE trials, each of at most 30 epochs, median pruning, batches of 2 (F)" in note
+
+
 @pytest.mark.parametrize("damage,message", [
     (lambda m: m.assign(value=m["value"].where(m.index != 7)), "row 'Initial': .* is not a finite number"),
     (lambda m: pd.concat([m, m.iloc[[3]]]), "appears twice"),

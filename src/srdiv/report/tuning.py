@@ -119,8 +119,12 @@ def _budget(hparams: dict) -> str:
         return ""
     if search["sampler"] == "grid":
         return "every point of the row's lists (a grid)"
-    budget = (hparams.get("spec") or {}).get("search") or {}
+    spec = hparams.get("spec") or {}
+    budget = spec.get("search") or {}
     epochs = f"{search['epochs']} epoch{'s' if search['epochs'] != 1 else ''}"
+    share = ((spec.get("objective") or {}).get("args") or {}).get("context_fraction", 1.0)
+    if share < 1.0:   # srdiv.objectives.list_pairwise: an epoch visits a share of the contexts
+        epochs += f" of {share:g} of the contexts each"
     return (f"{budget.get('trials', search['trials'])} TPE trials, each of at most {epochs}, "
             f"{search['pruner']} pruning, batches of {search['batch']}")
 
