@@ -213,6 +213,9 @@ def test_performance_table_counts_trainings_best_at_their_last_epoch_and_their_d
     specs = [RunSpec(k, k, "", "explicit") for k in "ABC"]
     perf = performance_table(tmp_path / "models", None, specs)
     assert perf.set_index("Method")["best at last epoch"].fillna("-").to_dict() == {"A": "1/2", "B": "1/1", "C": "-"}
+    assert perf.set_index("Method")["epochs trained (all folds)"].fillna(0).to_dict() == {   # every trial's epochs
+        "A": 10 + 10 + 7 + 10, "B": 3 + 3, "C": 0 + 10}
+    assert perf.set_index("Method")["train s (all folds)"].to_dict() == {"A": 30.0, "B": 10.0, "C": 10.0}
     assert perf.set_index("Method")["trained on"].to_dict() == {     # the training device, not the ranking one
         "A": "cpu (1), cpu, 2 points at once (1)", "B": "cuda (1)", "C": "cpu, copied (1)"}
     with pytest.raises(InputError, match="row B has no job records for fold 2, which the metrics hold"):

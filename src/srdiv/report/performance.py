@@ -65,7 +65,8 @@ def performance_table(models_dir: Path | None, benchmarks_dir: Path | None, spec
     Reads ``<models_dir>/<key>/fold<k>/timings.json`` (``srdiv train``),
     ``rank.json`` (``srdiv train --rank`` or ``srdiv rank``), ``hparams.json`` (the chosen point's best and last epochs)
     and ``<benchmarks_dir>/train/<key>-fold<k>.tsv`` (Snakemake ``benchmark:`` files: wall
-    seconds ``s``, peak memory ``max_rss`` in MB). "trained on" counts the folds per training device
+    seconds ``s``, peak memory ``max_rss`` in MB). "train s (all folds)" and "epochs trained (all folds)" are
+    the row's whole search: every trial's epochs, pruned ones included, summed over the folds. "trained on" counts the folds per training device
     (``timings.json``): train seconds on a GPU and on a CPU are not comparable; "copied" marks a study's
     job that copied the main run's identical model (``srdiv train --reuse``: train seconds are the main
     run's, job wall seconds the copy's), "N points at once" a job that trained N tune points side by side
@@ -88,7 +89,11 @@ def performance_table(models_dir: Path | None, benchmarks_dir: Path | None, spec
                 record.update({"folds": len(frame),
                                "trained on": ", ".join(f"{device} ({n})" for device, n in devices),
                                "train s (median)": frame["train_seconds"].median(),
+                               "train s (all folds)": frame["train_seconds"].sum(),
                                "rank ms/query (median)": frame["rank_ms_per_query"].median()})
+            epochs = sum(g.get("epochs") or 0 for job in jobs for g in job["hparams.json"]["grid"])
+            if epochs:
+                record["epochs trained (all folds)"] = epochs
             ends = [e for e in (_best_at_last_epoch(job["hparams.json"]) for job in jobs) if e is not None]
             if ends:
                 record["best at last epoch"] = f"{sum(ends)}/{len(ends)}"
