@@ -66,8 +66,8 @@ def performance_table(models_dir: Path | None, benchmarks_dir: Path | None, spec
     ``rank.json`` (``srdiv train --rank`` or ``srdiv rank``), ``hparams.json`` (the chosen point's best and last epochs)
     and ``<benchmarks_dir>/train/<key>-fold<k>.tsv`` (Snakemake ``benchmark:`` files: wall
     seconds ``s``, peak memory ``max_rss`` in MB). "train s (all folds)" and "epochs trained (all folds)" are
-    the row's whole search: every trial's epochs, pruned ones included, summed over the folds. "trained on" counts the folds per training device
-    (``timings.json``): train seconds on a GPU and on a CPU are not comparable; "copied" marks a study's
+    the row's whole search: every trial's epochs, pruned ones included, summed over the folds. "trained on"
+    counts the folds per training device (``timings.json``): train seconds on a GPU and on a CPU are not comparable; "copied" marks a study's
     job that copied the main run's identical model (``srdiv train --reuse``: train seconds are the main
     run's, job wall seconds the copy's), "N points at once" a job that trained N tune points side by side
     (its train seconds are wall seconds, not the sum over its processes). A job stopped and
