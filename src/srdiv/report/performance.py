@@ -65,16 +65,16 @@ def performance_table(models_dir: Path | None, benchmarks_dir: Path | None, spec
     Reads ``<models_dir>/<key>/fold<k>/timings.json`` (``srdiv train``),
     ``rank.json`` (``srdiv train --rank`` or ``srdiv rank``), ``hparams.json`` (the chosen point's best and last epochs)
     and ``<benchmarks_dir>/train/<key>-fold<k>.tsv`` (Snakemake ``benchmark:`` files: wall
-    seconds ``s``, peak memory ``max_rss`` in MB). "train s (all folds)" and "epochs trained (all folds)" are
-    the row's whole search: every trial's epochs, pruned ones included, summed over the folds. "trained on"
-    counts the folds per training device (``timings.json``): train seconds on a GPU and on a CPU are not comparable; "copied" marks a study's
-    job that copied the main run's identical model (``srdiv train --reuse``: train seconds are the main
-    run's, job wall seconds the copy's), "N points at once" a job that trained N tune points side by side
-    (its train seconds are wall seconds, not the sum over its processes). A job stopped and
-    resumed has train seconds over all its sittings (``timings.json``) but job wall seconds of its
-    last sitting only (the benchmark file). "best at last epoch" counts the folds whose chosen point
-    was best at the last epoch its row allows: training that may not have converged. "folds" counts the
-    jobs' records, which must cover ``folds`` (:func:`job_records`).
+    seconds ``s``, peak memory ``max_rss`` in MB). "train s (all folds)" and "epochs trained (all folds)"
+    are the row's whole search: every trial's epochs, pruned ones included, summed over the folds.
+    "trained on" counts the folds per training device (``timings.json``): train seconds on a GPU and on a
+    CPU are not comparable; "copied" marks a study's job that copied the main run's identical model
+    (``srdiv train --reuse``: train seconds are the main run's, job wall seconds the copy's), "N points at
+    once" a job that trained N tune points side by side (its train seconds are wall seconds, not the sum
+    over its processes). A job stopped and resumed has train seconds over all its sittings
+    (``timings.json``) but job wall seconds of its last sitting only (the benchmark file). "best at last
+    epoch" counts the folds whose chosen point was best at the last epoch its row allows: training that may
+    not have converged. "folds" counts the jobs' records, which must cover ``folds`` (:func:`job_records`).
     """
     rows = []
     for spec in specs:
