@@ -453,7 +453,7 @@ CASES = [
      "hparams.json", "not an hparams.json of srdiv train"),
     ("report: benchmark record of garbage",
      lambda d: ((d / "bench/train").mkdir(parents=True), (d / "bench/train/ListMLE-fold1.tsv").write_text("x\ty\n1\n")),
-     REPORT, "ListMLE-fold1.tsv", "table lacks columns ['s', 'max_rss']"),
+     REPORT, "ListMLE-fold1.tsv", "table lacks columns ['s', 'cpu_time', 'max_rss']"),
     ("report: tables/ holds a file of its own", text("results/tables/notes.txt", "mine"), REPORT, "tables",
      "holds files the report does not write (notes.txt)"),
     ("report: new metrics, but a learning curve cut short (read after the new tables are made)",

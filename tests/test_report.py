@@ -233,9 +233,10 @@ def test_performance_table_counts_trainings_best_at_their_last_epoch_and_their_d
     bench = tmp_path / "bench" / "train"
     bench.mkdir(parents=True)
     for row in "AC":                                                        # B trained outside the rules
-        (bench / f"{row}-fold1.tsv").write_text("s\th:m:s\tmax_rss\n12.5\t0:00:12\t100.0\n")
+        (bench / f"{row}-fold1.tsv").write_text("s\th:m:s\tmax_rss\tcpu_time\n12.5\t0:00:12\t100.0\t9.5\n")
     perf = performance_table(tmp_path / "models", tmp_path / "bench", specs)
     assert perf.set_index("Method")["job wall s (median)"].isna().to_dict() == {"A": False, "B": True, "C": False}
+    assert perf.set_index("Method")["job CPU s (median)"].fillna(0).to_dict() == {"A": 9.5, "B": 0, "C": 9.5}
     assert "no Snakemake benchmark record" in unbenchmarked_note(perf)
     assert "| B " in frame_markdown(perf) and "nan" not in frame_markdown(perf)   # missing values: empty cells
     assert convergence_note(perf.drop(columns="best at last epoch")) == ""

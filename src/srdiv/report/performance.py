@@ -65,7 +65,8 @@ def performance_table(models_dir: Path | None, benchmarks_dir: Path | None, spec
     Reads ``<models_dir>/<key>/fold<k>/timings.json`` (``srdiv train``),
     ``rank.json`` (``srdiv train --rank`` or ``srdiv rank``), ``hparams.json`` (the chosen point's best and last epochs)
     and ``<benchmarks_dir>/train/<key>-fold<k>.tsv`` (Snakemake ``benchmark:`` files: wall
-    seconds ``s``, peak memory ``max_rss`` in MB). "train s (all folds)" and "epochs trained (all folds)"
+    seconds ``s``, CPU seconds ``cpu_time``, peak memory ``max_rss`` in MB): a job's CPU seconds hardly move
+    when other processes share its cores, its wall seconds do. "train s (all folds)" and "epochs trained (all folds)"
     are the row's whole search: every trial's epochs, pruned ones included, summed over the folds.
     "trained on" counts the folds per training device (``timings.json``): train seconds on a GPU and on a
     CPU are not comparable; "copied" marks a study's job that copied the main run's identical model
@@ -98,11 +99,13 @@ def performance_table(models_dir: Path | None, benchmarks_dir: Path | None, spec
             if ends:
                 record["best at last epoch"] = f"{sum(ends)}/{len(ends)}"
         if benchmarks_dir is not None:
-            bench = [read_tsv(p, ["s", "max_rss"], sep="\t")
+            bench = [read_tsv(p, ["s", "cpu_time", "max_rss"], sep="\t")
                      for p in sorted((benchmarks_dir / "train").glob(f"{spec.key}-fold*.tsv"))]
             if bench:
                 frame = pd.concat(bench)
-                record.update({"job wall s (median)": frame["s"].median(), "peak RSS MB (max)": frame["max_rss"].max()})
+                record.update({"job wall s (median)": frame["s"].median(),
+                               "job CPU s (median)": frame["cpu_time"].median(),
+                               "peak RSS MB (max)": frame["max_rss"].max()})
         if len(record) > 1:
             rows.append(record)
     return pd.DataFrame(rows)
