@@ -108,7 +108,10 @@ def performance_table(models_dir: Path | None, benchmarks_dir: Path | None, spec
                                "peak RSS MB (max)": frame["max_rss"].max()})
         if len(record) > 1:
             rows.append(record)
-    return pd.DataFrame(rows)
+    frame = pd.DataFrame(rows)
+    if "epochs trained (all folds)" in frame:       # a count, missing for rows that train nothing
+        frame["epochs trained (all folds)"] = frame["epochs trained (all folds)"].astype("Int64")
+    return frame
 
 
 def _best_at_last_epoch(hparams: dict, path: Path | str = "hparams.json") -> bool | None:
