@@ -237,6 +237,7 @@ def test_performance_table_counts_trainings_best_at_their_last_epoch_and_their_d
     perf = performance_table(tmp_path / "models", tmp_path / "bench", specs)
     assert perf.set_index("Method")["job wall s (median)"].isna().to_dict() == {"A": False, "B": True, "C": False}
     assert perf.set_index("Method")["job CPU s (median)"].fillna(0).to_dict() == {"A": 9.5, "B": 0, "C": 9.5}
+    assert perf.set_index("Method")["job CPU s (all folds)"].fillna(0).to_dict() == {"A": 9.5, "B": 0, "C": 9.5}
     assert "no Snakemake benchmark record" in unbenchmarked_note(perf)
     assert "| B " in frame_markdown(perf) and "nan" not in frame_markdown(perf)   # missing values: empty cells
     assert "| 37 |" in " ".join(frame_markdown(perf).split()) and "37.0" not in frame_markdown(perf)  # a count

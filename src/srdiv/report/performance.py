@@ -63,19 +63,19 @@ def performance_table(models_dir: Path | None, benchmarks_dir: Path | None, spec
     """Median train seconds and ranking ms per query over folds, with Snakemake benchmark records.
 
     Reads ``<models_dir>/<key>/fold<k>/timings.json`` (``srdiv train``),
-    ``rank.json`` (``srdiv train --rank`` or ``srdiv rank``), ``hparams.json`` (the chosen point's best and last epochs)
-    and ``<benchmarks_dir>/train/<key>-fold<k>.tsv`` (Snakemake ``benchmark:`` files: wall
+    ``rank.json`` (``srdiv train --rank`` or ``srdiv rank``), ``hparams.json`` (the chosen point's best and
+    last epochs) and ``<benchmarks_dir>/train/<key>-fold<k>.tsv`` (Snakemake ``benchmark:`` files: wall
     seconds ``s``, CPU seconds ``cpu_time``, peak memory ``max_rss`` in MB): a job's CPU seconds hardly move
-    when other processes share its cores, its wall seconds do. "train s (all folds)" and "epochs trained (all folds)"
-    are the row's whole search: every trial's epochs, pruned ones included, summed over the folds.
-    "trained on" counts the folds per training device (``timings.json``): train seconds on a GPU and on a
-    CPU are not comparable; "copied" marks a study's job that copied the main run's identical model
-    (``srdiv train --reuse``: train seconds are the main run's, job wall seconds the copy's), "N points at
-    once" a job that trained N tune points side by side (its train seconds are wall seconds, not the sum
-    over its processes). A job stopped and resumed has train seconds over all its sittings
-    (``timings.json``) but job wall seconds of its last sitting only (the benchmark file). "best at last
-    epoch" counts the folds whose chosen point was best at the last epoch its row allows: training that may
-    not have converged. "folds" counts the jobs' records, which must cover ``folds`` (:func:`job_records`).
+    when other processes share its cores, its wall seconds do. The "(all folds)" columns are the row's whole
+    search: its seconds and every trial's epochs, pruned ones included, summed over the folds. "trained on"
+    counts the folds per training device (``timings.json``): train seconds on a GPU and on a CPU are not
+    comparable; "copied" marks a study's job that copied the main run's identical model (``srdiv train
+    --reuse``: train seconds are the main run's, job wall seconds the copy's), "N points at once" a job that
+    trained N tune points side by side (its train seconds are wall seconds, not the sum over its processes).
+    A job stopped and resumed has train seconds over all its sittings (``timings.json``) but job wall and CPU
+    seconds of its last sitting only (the benchmark file). "best at last epoch" counts the folds whose
+    chosen point was best at the last epoch its row allows: training that may not have converged. "folds"
+    counts the jobs' records, which must cover ``folds`` (:func:`job_records`).
     """
     rows = []
     for spec in specs:
@@ -105,6 +105,7 @@ def performance_table(models_dir: Path | None, benchmarks_dir: Path | None, spec
                 frame = pd.concat(bench)
                 record.update({"job wall s (median)": frame["s"].median(),
                                "job CPU s (median)": frame["cpu_time"].median(),
+                               "job CPU s (all folds)": frame["cpu_time"].sum(),
                                "peak RSS MB (max)": frame["max_rss"].max()})
         if len(record) > 1:
             rows.append(record)
