@@ -32,7 +32,7 @@ from typing import Any
 import yaml
 
 from srdiv.experiment import model_specs
-from srdiv.params import dataset_settings, lineage, load_params, lookup, setting_files
+from srdiv.params import dataset_settings, lineage, load_params, lookup, merge, read_yaml, setting_files
 from srdiv.sampling.samples import samples_key
 
 _ABSENT = object()
@@ -335,8 +335,9 @@ def job_stages(settings: Sequence[Sequence[Path]], snakefile: Path, wdirs: Seque
     jobs: dict[str, tuple[dict, int, JobStage]] = {}
     first = None
     for index, (configfiles, wdir) in enumerate(zip(settings, wdirs)):
-        configs = [(Path(c), load_params(c)) for c in configfiles]
-        merged = load_params(configfiles)
+        merged = load_params(configfiles)   # checks every file, and the rows they give together
+        # which keys each file gives: an overlay read alone (its `models` may change only some rows)
+        configs = [(Path(c), merge({}, read_yaml(c) or {})) for c in configfiles]
         first = first or (configs, merged)
         study, rows = merged.get("study") or "", row_labels(merged)
         for job in snakemake_jobs(snakefile, configfiles):
