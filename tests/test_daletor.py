@@ -216,6 +216,17 @@ def test_gsf_windows_cover_every_document_g_times(bundle, g):
     assert torch.allclose(scores[data["doc_mask"]], tag[data["doc_mask"]])
 
 
+@pytest.mark.parametrize("training", [False, True])
+def test_gsf_of_one_document_is_the_dnn_scorer(bundle, training):
+    """What ``ARG_ENDS`` says of group_size = 1: each document alone in its window, so GSF with the DNN's
+    weights scores every list as the DNN does (in training too, whatever the shuffled order)."""
+    data = bundle.to_torch()
+    dnn, gsf = make(bundle, latent_cross=True), make(bundle, context="gsf", group_size=1, latent_cross=True)
+    gsf.load_state_dict(dnn.state_dict())
+    dnn.train(training), gsf.train(training)
+    assert torch.allclose(gsf.list_scores(data), dnn.list_scores(data), atol=1e-6)
+
+
 def test_gsf_training_groups_are_random_and_evaluation_groups_fixed(bundle):
     model, data = make(bundle, context="gsf", group_size=2, dropout=0.0), bundle.to_torch()
     model.eval()

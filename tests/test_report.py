@@ -323,6 +323,36 @@ def test_tuning_table_reads_the_declared_range_trials_and_budget(tmp_path):
     assert "wider range): D (optim.args.lr)." in note
 
 
+def test_a_size_at_the_end_of_what_its_model_allows_is_an_answer_not_an_edge(tmp_path):
+    """GSF's group size 1 (DALETOR's ``ARG_ENDS``) cannot widen: chosen on 3 folds it is shown as an edge but
+    not flagged, and the note says what it makes of the row; the other end of the grid (64) is flagged."""
+    from srdiv.report.specs import RunSpec
+    from srdiv.report.tuning import tuning_note, tuning_table
+
+    sizes = [1, 2, 4, 16, 64]
+    search = {"sampler": "tpe", "trials": 2, "pruned": 0, "pruner": "median", "batch": 2, "epochs": 30,
+              "space": {"model.args.group_size": "1, 2, 4, 16, 64"}}
+
+    def jobs(row, chosen):
+        for fold, g in enumerate(chosen, start=1):
+            grid = [{"number": 0, "point": {"model.args.group_size": g}, "state": "complete", "valid": 0.5,
+                     "best_epoch": 2, "epochs": 3}]
+            write_job(tmp_path / "models" / row / f"fold{fold}", row, fold, hparams={
+                "chosen": {"model.args.group_size": g}, "grid": grid, "search": search,
+                "spec": {"model": {"name": "daletor"}, "tune": {"model.args.group_size": sizes},
+                         "search": {"trials": 2}}})
+
+    jobs("G", [4, 1, 1, 4, 1])
+    jobs("H", [64, 64, 1, 64, 4])
+    table, info = tuning_table(tmp_path / "models", [RunSpec(k, k, "", "implicit") for k in "GH"])
+    assert table.set_index("Method").loc["G", "chosen"] == "4, 1*, 1*, 4, 1*"
+    assert table.set_index("Method").loc["G", "at an edge"] == "3/5"
+    note = tuning_note(info)
+    assert ("A size at the end of what its model allows is an answer, not a range too narrow (G, H): "
+            "group_size = 1: each document scored alone (GSF is then the DNN scorer).") in note
+    assert "wider range): H (model.args.group_size)." in note
+
+
 def test_the_budget_names_an_epoch_that_visits_a_share_of_the_contexts(tmp_path):
     """A list-pairwise row whose epoch visits a share of its contexts (``context_fraction``) says so."""
     from srdiv.report.specs import RunSpec

@@ -131,6 +131,8 @@ class DALETOR(DiversityModel):
     ARG_RANGES = {"hidden": "[1, inf)", "layers": "[0, inf)", "heads": "[1, inf)", "head_size": "[1, inf)",
                   "group_size": "[1, inf)", "group_seed": "[0, 4294967295]", "dropout": "[0, 1)"}
     """Allowed intervals of the constructor's arguments (:func:`srdiv.registry.check_args`)."""
+    ARG_ENDS = {"group_size": {1: "each document scored alone (GSF is then the DNN scorer)"}}
+    """What an argument at an end of its allowed interval makes of the model (the tuning table says it)."""
 
     sequential = False
 

@@ -281,8 +281,8 @@ class DSSA(SubtopicAttentionRanker):
     """
 
     ARG_RANGES = {"lam": "[0, 1]"}
-    WEIGHT_ENDS = {"lam": ("the query layer alone (relevance)", "the subtopic layer alone (diversity)")}
     """Allowed intervals of the constructor's arguments (:func:`srdiv.registry.check_args`)."""
+    ARG_ENDS = {"lam": {0: "the query layer alone (relevance)", 1: "the subtopic layer alone (diversity)"}}
 
     def __init__(self, dims: BundleDims, *, lam: float = 0.5, **params):
         super().__init__(dims, **params)

@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 class MMR(PriorModel):
     """MMR with cosine document similarity. Params: ``prior``, ``lam``, ``prob``."""
 
-    WEIGHT_ENDS = {"lam": ("the redundancy penalty alone", "its relevance prior alone")}
+    ARG_ENDS = {"lam": {0: "the redundancy penalty alone", 1: "its relevance prior alone"}}
 
     def __init__(self, dims: BundleDims, prior: ListMLE, lam: float = 0.5, prob: str = "minmax"):
         super().__init__(dims, prior, lam=lam, prob=prob)

@@ -52,7 +52,7 @@ def pm2_scores(layers: Sequence[Layer], mix: Sequence[float], lam: float,
 class PM2(ExplicitModel):
     """PM2 over the level-1 suggestions. Params: ``prior``, ``lam``, ``prob``."""
 
-    WEIGHT_ENDS = {"lam": ("the intents other than the top-quotient one only", "the top-quotient intent only")}
+    ARG_ENDS = {"lam": {0: "the intents other than the top-quotient one only", 1: "the top-quotient intent only"}}
 
     def context_scores(self, batch: Batch, context: torch.Tensor, candidates: torch.Tensor) -> torch.Tensor:
         return pm2_scores(self.layers(batch), self.mix, self.lam, context, candidates)

@@ -96,9 +96,9 @@ class PriorModel(DiversityModel):
     """
 
     ARG_RANGES = {"lam": "[0, 1]"}
-    WEIGHT_ENDS = {"lam": ("its relevance prior alone", "the diversity term alone")}
-    """What a mixing weight at 0 and at 1 makes of the model (the tuning table says it)."""
     """Allowed intervals of the constructor's arguments (:func:`srdiv.registry.check_args`)."""
+    ARG_ENDS = {"lam": {0: "its relevance prior alone", 1: "the diversity term alone"}}
+    """What an argument at an end of its allowed interval makes of the model (the tuning table says it)."""
 
     sequential: ClassVar[bool] = True
 
@@ -135,8 +135,8 @@ class Hierarchical(ExplicitModel):
     """
 
     ARG_RANGES = {"alpha": "[0, 1]"}
-    WEIGHT_ENDS = {"alpha": ("level-2 suggestions only", "level-1 suggestions only")}
     """Allowed intervals of the constructor's arguments (:func:`srdiv.registry.check_args`)."""
+    ARG_ENDS = {"alpha": {0: "level-2 suggestions only", 1: "level-1 suggestions only"}}
 
     def __init__(self, dims: BundleDims, prior: ListMLE, lam: float = 0.5, alpha: float = 0.5,
                  prob: str = "softmax"):

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pandas as pd
 
-import srdiv.models  # noqa: F401  (registers every model: their mixing weights' meanings)
+import srdiv.models  # noqa: F401  (registers every model: what their arguments' ends mean)
 from srdiv.experiment import Dimension
 from srdiv.registry import MODELS
 from srdiv.report.performance import job_records
@@ -17,17 +17,19 @@ from srdiv.report.specs import RunSpec
 @dataclass
 class TuningInfo:
     """What the tuning note says beside the table (:func:`tuning_table`): each row's validation measure,
-    each search budget with its rows, what a mixing weight at an end makes of its row, and the rows
-    with a learning-rate or size edge on three folds or more."""
+    each search budget with its rows, what a mixing weight or a size at an end of what its model allows
+    makes of its row (``(subject, meaning)``: its rows), and the rows with a learning-rate or size edge
+    on three folds or more."""
 
     measures: dict[str, str] = field(default_factory=dict)
     budgets: dict[str, list[str]] = field(default_factory=dict)
-    meanings: dict[str, list[str]] = field(default_factory=dict)
+    meanings: dict[tuple[str, str], list[str]] = field(default_factory=dict)
     flagged: list[str] = field(default_factory=list)
 
 
 EDGE_FOLDS = 3
-"""A row with a learning-rate or size edge on this many folds or more is flagged (search it again, wider)."""
+"""A row with a learning-rate or size edge on this many folds or more is flagged (search it again, wider),
+unless the edge is an end of what the row's model allows (``ARG_ENDS``: an answer, no wider range exists)."""
 
 
 def tuning_table(models_dir: Path | None, specs: list[RunSpec]) -> tuple[pd.DataFrame, TuningInfo]:
@@ -45,16 +47,19 @@ def tuning_table(models_dir: Path | None, specs: list[RunSpec]) -> tuple[pd.Data
                 continue
             chosen = [c.get(name) for _, c, _ in trials]
             edges = [dim.at_edge(v) for v in chosen]
+            ends = _model_ends(jobs[0], name)
             rows.append({"Method": spec.label, "parameter": name, "range": dim.describe(),
                          "folds": ", ".join(str(fold) for fold, _, _ in trials),
                          "chosen": ", ".join(f"{_short(v)}*" if e else _short(v) for v, e in zip(chosen, edges)),
                          "trials (pruned)": ", ".join(_trial_counts(h) for h in jobs),
                          "at an edge": f"{sum(edges)}/{len(chosen)}"})
-            if sum(edges) >= EDGE_FOLDS and _scale_parameter(name, dim):
+            widenable = sum(e and v not in ends for v, e in zip(chosen, edges))
+            if widenable >= EDGE_FOLDS and _scale_parameter(name, dim):
                 info.flagged.append(f"{spec.label} ({name})")
-            meaning = _weight_meaning(jobs[0], name)
-            if meaning:
-                info.meanings.setdefault(meaning, []).append(spec.label)
+            if ends:
+                subject = "a size" if _scale_parameter(name, dim) else "a mixing weight"
+                meaning = "; ".join(f"{name.rpartition('.')[2]} = {v}: {text}" for v, text in ends.items())
+                info.meanings.setdefault((subject, meaning), []).append(spec.label)
         if trials:
             info.measures[spec.label] = ", ".join(dict.fromkeys(hparams["valid_measure"] for hparams in jobs))
             for budget in dict.fromkeys(_budget(h) for h in jobs if _budget(h)):
@@ -98,18 +103,17 @@ def _scale_parameter(name: str, dim) -> bool:
         bool(dim.values) and all(isinstance(v, int) and not isinstance(v, bool) for v in dim.values))
 
 
-def _weight_meaning(hparams: dict, name: str) -> str:
-    """``"lam = 0: ...; lam = 1: ..."`` for a mixing weight of the row's model that declares its ends."""
+def _model_ends(hparams: dict, name: str) -> dict:
+    """``{value: what it makes of the row}`` for the ends of its allowed interval that the row's model
+    declares for argument ``name`` (``ARG_ENDS``, following the class chain); empty for anything else."""
     head, _, leaf = name.rpartition(".")
     model = ((hparams.get("spec") or {}).get("model") or {}).get("name")
     if head != "model.args" or model not in MODELS.names():
-        return ""
-    ends: dict[str, tuple[str, str]] = {}
+        return {}
+    ends: dict[str, dict] = {}
     for klass in reversed(MODELS.get(model).__mro__):
-        ends.update(getattr(klass, "WEIGHT_ENDS", {}))
-    if leaf not in ends:
-        return ""
-    return f"{leaf} = 0: {ends[leaf][0]}; {leaf} = 1: {ends[leaf][1]}"
+        ends.update(getattr(klass, "ARG_ENDS", {}))
+    return ends.get(leaf, {})
 
 
 def _budget(hparams: dict) -> str:
@@ -145,9 +149,10 @@ def tuning_note(info: TuningInfo) -> str:
              "validation score below the earlier trials'."]
     if budgets:
         lines.append(f"Search budget: {budgets}.")
-    for meaning, labels in info.meanings.items():
-        lines.append(f"A mixing weight at an end is an answer, not a range too narrow ({', '.join(labels)}): "
-                     f"{meaning}.")
+    for (subject, meaning), labels in info.meanings.items():
+        where = "an end" if subject == "a mixing weight" else "the end of what its model allows"
+        lines.append(f"{subject.capitalize()} at {where} is an answer, not a range too narrow "
+                     f"({', '.join(labels)}): {meaning}.")
     flagged = ", ".join(info.flagged) or "none"
     lines.append(f"Rows choosing an edge of a learning-rate or size range on {EDGE_FOLDS} folds or more (search them "
                  f"again with a wider range): {flagged}.")
