@@ -1005,3 +1005,35 @@ def test_a_file_git_changed_is_replaced_a_hand_change_is_not(tmp_path):
     with pytest.raises(InputError, match="was changed since srdiv wrote it"):
         write_text("stages: {}\n", out)
     assert out.read_text() == "stages: {mine: {}}\n"
+
+
+def test_a_folder_git_changed_is_replaced_a_hand_change_is_not(tmp_path):
+    """The same for an output directory (a results folder): srdiv wrote it, a pull changed a file in it, and
+    the report may write it again; a file in it changed by hand and not committed is refused, and kept."""
+    import subprocess
+
+    from srdiv.io import InputError, atomic_dir
+
+    def git(*args):
+        subprocess.run(["git", "-C", str(tmp_path), "-c", "user.name=t", "-c", "user.email=t@t", *args],
+                       check=True, capture_output=True)
+
+    def write(text):
+        with atomic_dir(out, "tables") as tmp:
+            (tmp / "tables").mkdir()
+            (tmp / "tables" / "main.md").write_text(text)
+
+    git("init", "-q")
+    out = tmp_path / "results"
+    write("srdiv wrote it\n")
+    git("add", "results/tables/main.md")
+    git("commit", "-qm", "srdiv wrote it")
+    (out / "tables" / "main.md").write_text("a pull changed it\n")
+    git("commit", "-qam", "a pull changed it")
+    write("written again\n")                               # git holds the replaced content
+    assert (out / "tables" / "main.md").read_text() == "written again\n"
+    git("commit", "-qam", "written again")
+    (out / "tables" / "main.md").write_text("mine\n")       # by hand, not committed
+    with pytest.raises(InputError, match="tables/main.md: was changed since srdiv wrote it"):
+        write("srdiv wrote it\n")
+    assert (out / "tables" / "main.md").read_text() == "mine\n"

@@ -133,7 +133,8 @@ def _contents(folder: Path) -> list[str]:
 
 def _claim_dir(folder: Path, legacy: Callable[[Path], bool] | None) -> None:
     """Refuse to replace the directory ``folder`` unless every file in it is srdiv's: recorded in the
-    manifest beside it (``NAME/REL``) with its present digest. A file removed since is no loss. An
+    manifest beside it (``NAME/REL``) with its present digest, or changed since and held by git as it is
+    (a pull brought it: ``git checkout`` brings it back). A file removed since is no loss. An
     unrecorded directory is srdiv's only when empty, or (a fresh clone's committed output, which no
     manifest records) when ``legacy`` accepts it and git holds every file in it as it is
     (:func:`_uncommitted`). The one line names the first file that is not srdiv's."""
@@ -152,6 +153,7 @@ def _claim_dir(folder: Path, legacy: Callable[[Path], bool] | None) -> None:
                                                "wrote every file in it: move it away or choose another output "
                                                "directory")
         return
+    changed = []
     for name in files:
         recorded = record.get(prefix + name)
         if recorded is None:
@@ -159,9 +161,12 @@ def _claim_dir(folder: Path, legacy: Callable[[Path], bool] | None) -> None:
                                             "wrote every file in it: move it away or choose another output "
                                             "directory")
         if digest(folder / name) not in recorded:
-            raise InputError(folder / name, "was changed since srdiv wrote it; srdiv replaces a directory only when "
-                                            "it wrote every file in it: move it away or choose another output "
-                                            "directory")
+            changed.append(name)
+    edited = _uncommitted(folder, changed) if changed else None     # changed by git (a pull): git brings it back
+    if edited is not None:
+        raise InputError(folder / edited, "was changed since srdiv wrote it; srdiv replaces a directory only when "
+                                          "it wrote every file in it: move it away or choose another output "
+                                          "directory")
 
 
 def committed(path: Path) -> bool:
