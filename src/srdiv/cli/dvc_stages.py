@@ -336,7 +336,7 @@ def job_stages(settings: Sequence[Sequence[Path]], snakefile: Path, wdirs: Seque
     first = None
     for index, (configfiles, wdir) in enumerate(zip(settings, wdirs)):
         merged = load_params(configfiles)   # checks every file, and the rows they give together
-        # which keys each file gives: an overlay read alone (its `models` may change only some rows)
+        # the keys each file gives (`key+` lists as `key`), read alone: an overlay's `models` may change some rows
         configs = [(Path(c), merge({}, read_yaml(c) or {})) for c in configfiles]
         first = first or (configs, merged)
         study, rows = merged.get("study") or "", row_labels(merged)

@@ -18,8 +18,8 @@ from srdiv.report.specs import RunSpec
 class TuningInfo:
     """What the tuning note says beside the table (:func:`tuning_table`): each row's validation measure,
     each search budget with its rows, what a mixing weight or a size at an end of what its model allows
-    makes of its row (``(subject, meaning)``: its rows), and the rows with a learning-rate or size edge
-    on three folds or more."""
+    makes of its row (``(what is at an end, meaning)``: its rows), and the rows with a learning-rate or
+    size edge on three folds or more."""
 
     measures: dict[str, str] = field(default_factory=dict)
     budgets: dict[str, list[str]] = field(default_factory=dict)
@@ -53,13 +53,14 @@ def tuning_table(models_dir: Path | None, specs: list[RunSpec]) -> tuple[pd.Data
                          "chosen": ", ".join(f"{_short(v)}*" if e else _short(v) for v, e in zip(chosen, edges)),
                          "trials (pruned)": ", ".join(_trial_counts(h) for h in jobs),
                          "at an edge": f"{sum(edges)}/{len(chosen)}"})
+            scale = _scale_parameter(name, dim)
             widenable = sum(e and v not in ends for v, e in zip(chosen, edges))
-            if widenable >= EDGE_FOLDS and _scale_parameter(name, dim):
+            if widenable >= EDGE_FOLDS and scale:
                 info.flagged.append(f"{spec.label} ({name})")
             if ends:
-                subject = "a size" if _scale_parameter(name, dim) else "a mixing weight"
+                at_end = "A size at the end of what its model allows" if scale else "A mixing weight at an end"
                 meaning = "; ".join(f"{name.rpartition('.')[2]} = {v}: {text}" for v, text in ends.items())
-                info.meanings.setdefault((subject, meaning), []).append(spec.label)
+                info.meanings.setdefault((at_end, meaning), []).append(spec.label)
         if trials:
             info.measures[spec.label] = ", ".join(dict.fromkeys(hparams["valid_measure"] for hparams in jobs))
             for budget in dict.fromkeys(_budget(h) for h in jobs if _budget(h)):
@@ -149,10 +150,8 @@ def tuning_note(info: TuningInfo) -> str:
              "validation score below the earlier trials'."]
     if budgets:
         lines.append(f"Search budget: {budgets}.")
-    for (subject, meaning), labels in info.meanings.items():
-        where = "an end" if subject == "a mixing weight" else "the end of what its model allows"
-        lines.append(f"{subject.capitalize()} at {where} is an answer, not a range too narrow "
-                     f"({', '.join(labels)}): {meaning}.")
+    for (at_end, meaning), labels in info.meanings.items():
+        lines.append(f"{at_end} is an answer, not a range too narrow ({', '.join(labels)}): {meaning}.")
     flagged = ", ".join(info.flagged) or "none"
     lines.append(f"Rows choosing an edge of a learning-rate or size range on {EDGE_FOLDS} folds or more (search them "
                  f"again with a wider range): {flagged}.")
