@@ -323,6 +323,29 @@ def test_tuning_table_reads_the_declared_range_trials_and_budget(tmp_path):
     assert "wider range): D (optim.args.lr)." in note
 
 
+def test_every_declared_model_end_is_a_closed_end_of_its_allowed_interval():
+    """An ``ARG_ENDS`` value is what the tuning table calls an answer, never an edge: it must be a value the
+    model accepts and that no wider range can pass (a closed end of the argument's ``ARG_RANGES``)."""
+    import srdiv.models  # noqa: F401 (registers the models)
+    from srdiv.registry import MODELS, _interval
+
+    checked = 0
+    for name in MODELS.names():
+        ranges, ends = {}, {}
+        for klass in reversed(MODELS.get(name).__mro__):
+            ranges.update(vars(klass).get("ARG_RANGES", {}))
+            ends.update(vars(klass).get("ARG_ENDS", {}))
+        for arg, values in ends.items():
+            assert arg in ranges, f"{name}: ARG_ENDS names {arg}, which has no ARG_RANGES interval"
+            low, high, low_in, high_in = _interval(ranges[arg])
+            closed = {low} if low_in else set()
+            closed |= {high} if high_in else set()
+            for value in values:
+                assert value in closed, f"{name}: {arg} = {value} is not a closed end of {ranges[arg]}"
+                checked += 1
+    assert checked >= 17  # lam of MMR, xQuAD, PM2, HxQuAD, HPM2 and DSSA, alpha of HxQuAD and HPM2, GSF's g
+
+
 def test_a_size_at_the_end_of_what_its_model_allows_is_an_answer_not_an_edge(tmp_path):
     """GSF's group size 1 (DALETOR's ``ARG_ENDS``) cannot widen: chosen on 3 folds it is shown as an edge but
     not flagged, and the note says what it makes of the row; the other end of the grid (64) is flagged."""
