@@ -15,16 +15,17 @@ cd "$RUNS" || exit 1
 carry() {   # row fold: the finished job's files (not model.pt) into CARRY, committed
   local row=$1 fold=$2 dst=$CARRY/pipelines/ablations-desa/carried cpu
   mkdir -p "$dst/models/$row/fold$fold" "$dst/logs" "$dst/benchmarks"
-  for f in hparams.json curve.parquet timings.json study.db run.txt rank.json; do
-    cp -p "$MODELS/$row/fold$fold/$f" "$dst/models/$row/fold$fold/" || return 1
-  done
+  find "$MODELS/$row/fold$fold" -maxdepth 1 -type f ! -name model.pt ! -name '.*' -exec cp -p {} "$dst/models/$row/fold$fold/" \; \
+    || return 1
   cp -p "logs/wordnet-div-ablations-desa/train/$row-fold$fold.log" "$dst/logs/" || return 1
   cp -p "benchmarks/wordnet-div-ablations-desa/train/$row-fold$fold.tsv" "$dst/benchmarks/" || return 1
+  local rel=pipelines/ablations-desa/carried   # only this job's files, so no other edit is swept into its commit
+  local paths=("$rel/models/$row/fold$fold" "$rel/logs/$row-fold$fold.log" "$rel/benchmarks/$row-fold$fold.tsv")
   cpu=$(lscpu | sed -n 's/^Model name: *//p')
   for _ in $(seq 1 20); do      # another git command may hold the index for a moment
-    (cd "$CARRY" && git add -f pipelines/ablations-desa/carried \
-      && git commit -q -m "DESA study: $row fold $fold carried (trained on a 2-core $cpu; its record, curve, study, run and logs, not model.pt)" \
-         -- pipelines/ablations-desa/carried) && return 0
+    (cd "$CARRY" && git add -f -- "${paths[@]}" && { git diff --cached --quiet -- "${paths[@]}" || git commit -q \
+      -m "DESA study: $row fold $fold carried (trained on a 2-core $cpu; its record, curve, study, run and logs, not model.pt)" \
+      -- "${paths[@]}"; }) && return 0
     sleep 7
   done
   return 1
