@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Put the carried jobs back into the study's checkout RUNS (its shared inputs built, inputs.md5 checked) and
 # run the commands that follow training: each job's evaluation, then, once all 50 jobs are in, gather and
-# report. The commands are the ones Snakemake would run (a dry run's, every job forced), taken as printed, so the Snakefile stays
-# their one source; Snakemake itself cannot run them here, as the carried jobs lack model.pt (the train rule's
-# output). A job already in RUNS must hold the same files; one that differs stops the script.
+# report. The commands are the ones Snakemake would run (a dry run's, every job forced), taken as printed, so
+# the Snakefile stays their one source; Snakemake itself cannot run them here, as the carried jobs lack model.pt
+# (the train rule's output). A job already in RUNS must hold the same files; one that differs stops the script.
 #   bash land.sh RUNS
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
