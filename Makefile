@@ -75,9 +75,13 @@ lint: $(STAMP)
 	$(BIN)/mypy
 
 ## the end-to-end tests marked slow: the smoke DAG through Snakemake and DVC, a training killed and resumed
-## through the CLI, the committed collections rebuilt from their sources (CI runs both targets)
+## through the CLI, the committed collections rebuilt from their sources, the learning check (CI runs both
+## targets); over the xdist workers as make test, then the SLURM tests alone (they start a cluster); both parts
+## run, either failing fails the target, and each prints its slowest tests
 test-slow: $(STAMP)
-	$(BIN)/pytest -q -m slow
+	$(BIN)/pytest -q -m "slow and not slurm" -n $(TEST_WORKERS) --dist loadfile --durations=12; a=$$?; \
+	$(BIN)/pytest -q -m "slow and slurm" --durations=3; b=$$?; \
+	[ $$a -eq 0 ] && [ $$b -eq 0 ]
 
 ## the same DAGs through DVC, with the venv's srdiv on the PATH: the main table (dvc.yaml), a study or
 ## another setting (make dvc-repro PIPELINE=pipelines/<name>/dvc.yaml: ablations, ablations-dssa, ablations-daletor, sweeps,
