@@ -76,11 +76,14 @@ lint: $(STAMP)
 
 ## the end-to-end tests marked slow: the smoke DAG through Snakemake and DVC, a training killed and resumed
 ## through the CLI, the committed collections rebuilt from their sources, the learning check (CI runs both
-## targets); over the xdist workers as make test, then the SLURM tests alone (they start a cluster); both parts
-## run, either failing fails the target, and each prints its slowest tests
+## targets); over the xdist workers as make test, and beside them, in one more process, the SLURM tests (they
+## start a cluster on fixed ports and mostly wait on it; their output follows the others'); either part failing
+## fails the target, and each prints its slowest tests
 test-slow: $(STAMP)
+	log=$$(mktemp); trap 'rm -f "$$log"' EXIT; \
+	$(BIN)/pytest -q -m "slow and slurm" --durations=3 > "$$log" 2>&1 & s=$$!; \
 	$(BIN)/pytest -q -m "slow and not slurm" -n $(TEST_WORKERS) --dist loadfile --durations=12; a=$$?; \
-	$(BIN)/pytest -q -m "slow and slurm" --durations=3; b=$$?; \
+	wait $$s; b=$$?; echo "--- the SLURM tests (run beside the others):"; cat "$$log"; \
 	[ $$a -eq 0 ] && [ $$b -eq 0 ]
 
 ## the same DAGs through DVC, with the venv's srdiv on the PATH: the main table (dvc.yaml), a study or
