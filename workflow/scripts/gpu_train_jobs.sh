@@ -108,9 +108,9 @@ train() {
         cat "$CARRY"/*/inputs.tar.gz.* | gunzip | tar -xf -
         md5sum --quiet -c "$CARRY/1/inputs.md5" || die "train: the joined inputs fail their checksums"
     fi
-    python3 - <<'EOF' || die "train: missing Python packages (above)"
+    python3 - <<'EOF' || die "train: missing Python packages (above): install them there, or carry their wheels (optuna needs SQLAlchemy, greenlet, alembic, Mako and colorlog)"
 import importlib.util, sys
-missing = [m for m in ("torch", "numpy", "pandas", "pyarrow", "scipy", "typer", "yaml", "tqdm")
+missing = [m for m in ("torch", "numpy", "pandas", "pyarrow", "scipy", "typer", "yaml", "tqdm", "optuna")
            if importlib.util.find_spec(m) is None]
 if missing:
     sys.exit(f"missing: {', '.join(missing)}")
